@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the running host allows: kernel ceilings, PID 1's limits, capabilities. Plain Python."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+
+CAP_SYS_RESOURCE = 24
+SYSCTLS = {
+    'fs.nr_open': '/proc/sys/fs/nr_open',
+    'fs.file-max': '/proc/sys/fs/file-max',
+    'kernel.pid_max': '/proc/sys/kernel/pid_max',
+    'kernel.threads-max': '/proc/sys/kernel/threads-max',
+    'vm.max_map_count': '/proc/sys/vm/max_map_count',
+}
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def sysctl(name, root=''):
+    text = _read(root + SYSCTLS[name])
+    try:
+        return int(text.split()[0]) if text else None
+    except ValueError:
+        return None
+
+
+def ceilings(root=''):
+    return dict((name, sysctl(name, root)) for name in SYSCTLS)
+
+
+def proc_limits(pid='1', root=''):
+    """{item: Limit} of a process, or {} when unreadable."""
+    text = _read('%s/proc/%s/limits' % (root, pid))
+    return model.parse_proc_limits(text) if text else {}
+
+
+def has_cap(cap, pid='self', root=''):
+    """Is capability ``cap`` in the effective set of ``pid``?"""
+    text = _read('%s/proc/%s/status' % (root, pid)) or ''
+    for line in text.splitlines():
+        if line.startswith('CapEff:'):
+            return bool(int(line.split()[1], 16) & (1 << cap))
+    return False
+
+
+class Ceiling(object):
+    """What login services can set on this host for a hard limit.
+
+    Raising a hard limit above the current one needs CAP_SYS_RESOURCE; without it (a container,
+    a restricted host) login sessions cannot go above the hard limit their service inherited,
+    which is PID 1's at most. nofile can never go above fs.nr_open.
+    """
+
+    def __init__(self, root=''):
+        self.nr_open = sysctl('fs.nr_open', root)
+        self.pid1 = proc_limits('1', root)
+        self.can_raise = has_cap(CAP_SYS_RESOURCE, 'self', root)
+
+    def hard_ceiling(self, item):
+        """(ceiling, reason) for an item's hard limit; ceiling None means no known ceiling."""
+        item = model.ITEMS[item] if isinstance(item, str) else item
+        candidates = []
+        if item.name == 'nofile' and self.nr_open:
+            candidates.append((self.nr_open, 'fs.nr_open is %d' % self.nr_open))
+        if not self.can_raise and item.name in self.pid1:
+            hard = self.pid1[item.name].hard
+            if hard != model.UNLIMITED:
+                candidates.append((hard, 'the host lacks CAP_SYS_RESOURCE and PID 1 runs with '
+                                         'hard %s %s' % (item.name, model.format_human(item, hard))))
+        if not candidates:
+            return None, None
+        return min(candidates, key=lambda c: c[0])

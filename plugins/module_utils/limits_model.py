@@ -1,0 +1,557 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The limit model: the one place that knows resource-limit items, their units and syntaxes.
+
+Plain Python (no Ansible import), runs on Python 3.8 targets.
+
+Internally every value is held in the *kernel's* units, the ones /proc/PID/limits shows:
+bytes for size items, seconds for cpu, a count for the rest, the raw RLIMIT_NICE value
+(20 - nice) for nice, or the UNLIMITED marker. Each configuration format converts to and from
+that representation here and nowhere else:
+
+* profile values (what users write in playbooks): ints, ``unlimited``, human sizes such as
+  ``64MiB``/``8G`` (base 1024, as systemd and Docker read them), durations such as ``90min``;
+  a bare number uses limits.conf units (KiB for size items, minutes for cpu);
+* limits.conf (pam_limits): KiB, minutes, nice value, ``unlimited``;
+* systemd (``LimitNOFILE=``/``DefaultLimitNOFILE=``): ``SOFT:HARD``, ``infinity``, bytes with
+  K/M/G/... suffixes, seconds, nice value with a sign or raw value;
+* Docker daemon.json ``default-ulimits``: ``{"Name", "Soft", "Hard"}`` in kernel units, -1 for
+  unlimited; Podman/CRI-O ``default_ulimits``: ``"name=SOFT:HARD"``;
+* /proc/PID/limits rows.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+UNLIMITED = 'unlimited'
+# The kernel's RLIM_INFINITY, as systemd and prlimit print it on 64-bit Linux.
+RLIM_INFINITY = 2 ** 64 - 1
+
+
+class LimitError(ValueError):
+    """A value, item or pair the model cannot accept. The message names what is wrong."""
+
+
+class Item(object):
+    """One limits.conf item.
+
+    kind: 'count' (plain number), 'size' (bytes; KiB in limits.conf), 'time' (seconds; minutes
+    in limits.conf), 'nice' (limits.conf nice value -20..19; kernel raw 20-nice), 'priority'
+    (a nice value, not an rlimit), 'logins' (maxlogins/maxsyslogins), 'bool' (nonewprivs).
+    """
+
+    def __init__(self, name, kind, rlimit=None, proc_row=None, unlimited=True):
+        self.name = name
+        self.kind = kind
+        self.rlimit = rlimit            # systemd/Docker suffix, e.g. 'NOFILE'; None if no rlimit
+        self.proc_row = proc_row        # row name in /proc/PID/limits
+        self.unlimited = unlimited      # may the value be unlimited?
+
+    @property
+    def is_rlimit(self):
+        return self.rlimit is not None
+
+    @property
+    def docker_name(self):
+        return self.name if self.is_rlimit else None
+
+    def __repr__(self):
+        return 'Item(%r)' % self.name
+
+
+_ITEM_LIST = [
+    Item('core', 'size', 'CORE', 'Max core file size'),
+    Item('data', 'size', 'DATA', 'Max data size'),
+    Item('fsize', 'size', 'FSIZE', 'Max file size'),
+    Item('memlock', 'size', 'MEMLOCK', 'Max locked memory'),
+    Item('nofile', 'count', 'NOFILE', 'Max open files'),
+    Item('rss', 'size', 'RSS', 'Max resident set'),
+    Item('stack', 'size', 'STACK', 'Max stack size'),
+    Item('cpu', 'time', 'CPU', 'Max cpu time'),
+    Item('nproc', 'count', 'NPROC', 'Max processes'),
+    Item('as', 'size', 'AS', 'Max address space'),
+    Item('maxlogins', 'logins'),
+    Item('maxsyslogins', 'logins'),
+    Item('priority', 'priority', unlimited=False),
+    Item('locks', 'count', 'LOCKS', 'Max file locks'),
+    Item('sigpending', 'count', 'SIGPENDING', 'Max pending signals'),
+    # limits.conf documents msgqueue in bytes (pam_limits does not scale it).
+    Item('msgqueue', 'count', 'MSGQUEUE', 'Max msgqueue size'),
+    Item('nice', 'nice', 'NICE', 'Max nice priority', unlimited=False),
+    Item('rtprio', 'count', 'RTPRIO', 'Max realtime priority'),
+    Item('nonewprivs', 'bool', unlimited=False),
+]
+
+ITEMS = dict((i.name, i) for i in _ITEM_LIST)
+ITEM_NAMES = [i.name for i in _ITEM_LIST]
+RLIMIT_ITEMS = [i.name for i in _ITEM_LIST if i.is_rlimit]
+_BY_PROC_ROW = dict((i.proc_row, i) for i in _ITEM_LIST if i.proc_row)
+_BY_RLIMIT = dict((i.rlimit, i) for i in _ITEM_LIST if i.rlimit)
+
+_UNLIMITED_WORDS = ('unlimited', 'infinity', '-1')
+_SIZE_UNITS = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4,
+               'p': 1024 ** 5, 'e': 1024 ** 6}
+_SIZE_RE = re.compile(r'^\s*(\d+)\s*([kmgtpe]?)(i?b)?\s*$', re.IGNORECASE)
+_BYTES_RE = re.compile(r'^\s*(\d+)\s*b\s*$', re.IGNORECASE)
+_TIME_UNITS = {'us': None, 'ms': None, 's': 1, 'sec': 1, 'second': 1, 'seconds': 1,
+               'm': 60, 'min': 60, 'minute': 60, 'minutes': 60,
+               'h': 3600, 'hr': 3600, 'hour': 3600, 'hours': 3600,
+               'd': 86400, 'day': 86400, 'days': 86400, 'w': 604800, 'week': 604800,
+               'weeks': 604800}
+_TIME_RE = re.compile(r'^\s*(\d+)\s*([a-z]+)\s*$', re.IGNORECASE)
+
+
+def get_item(name, where='item'):
+    """The Item called ``name``; LimitError naming ``where`` when there is none."""
+    if not isinstance(name, str) or name.lower() not in ITEMS:
+        raise LimitError('%s: unknown limit item %r (known: %s)'
+                         % (where, name, ', '.join(ITEM_NAMES)))
+    return ITEMS[name.lower()]
+
+
+def is_unlimited(value):
+    return value == UNLIMITED
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_range(item, value, where):
+    if item.kind == 'nice':
+        if not 0 <= value <= 40:
+            raise LimitError('%s: %s value out of range (nice -20..19)' % (where, item.name))
+    elif item.kind == 'priority':
+        if not -20 <= value <= 19:
+            raise LimitError('%s: priority must be between -20 and 19, got %s' % (where, value))
+    elif item.kind == 'bool':
+        if value not in (0, 1):
+            raise LimitError('%s: nonewprivs must be 0 or 1, got %s' % (where, value))
+    elif value < 0:
+        raise LimitError('%s: %s must not be negative, got %s' % (where, item.name, value))
+    return value
+
+
+def parse_value(item, value, where='value'):
+    """A profile value (what a playbook says) -> kernel units or UNLIMITED.
+
+    Bare numbers use limits.conf units (KiB for size items, minutes for cpu, the nice value for
+    nice) so that a profile means the same as the limits.conf line users know. Strings may carry
+    units: sizes ``64MiB``, ``8G``, ``512K``, ``1024B``; durations ``90s``, ``30min``, ``2h``.
+    """
+    item = get_item(item, where) if isinstance(item, str) else item
+    if isinstance(value, bool) or value is None:
+        raise LimitError('%s: %s needs a number or "unlimited", got %r' % (where, item.name, value))
+    if isinstance(value, float):
+        if value != int(value):
+            raise LimitError('%s: %s must be a whole number, got %r' % (where, item.name, value))
+        value = int(value)
+    if _is_int(value):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value.strip().lower()
+    else:
+        raise LimitError('%s: %s needs a number or "unlimited", got %r' % (where, item.name, value))
+
+    if text in _UNLIMITED_WORDS:
+        if not item.unlimited:
+            raise LimitError('%s: %s cannot be unlimited' % (where, item.name))
+        return UNLIMITED
+    if re.match(r'^[+-]?\d+$', text):
+        number = int(text)
+        if item.kind == 'size':
+            return _check_range(item, number, where) * 1024
+        if item.kind == 'time':
+            return _check_range(item, number, where) * 60
+        if item.kind == 'nice':
+            if not -20 <= number <= 19:
+                raise LimitError('%s: nice must be between -20 and 19, got %s' % (where, number))
+            return 20 - number
+        return _check_range(item, number, where)
+    if item.kind == 'size':
+        return parse_size(text, where)
+    if item.kind == 'time':
+        return parse_duration(text, where)
+    raise LimitError('%s: %s needs a whole number%s, got %r'
+                     % (where, item.name, ' or "unlimited"' if item.unlimited else '', value))
+
+
+def parse_size(text, where='value'):
+    """``64MiB``/``64M``/``64MB``/``65536K``/``512B`` -> bytes (base 1024, as systemd and Docker)."""
+    match = _SIZE_RE.match(str(text))
+    if not match or (match.group(2) == '' and match.group(3) and match.group(3).lower() != 'b'):
+        raise LimitError('%s: %r is not a size (use a number with K, M, G, T, optionally '
+                         'followed by iB or B, e.g. 64MiB)' % (where, text))
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+def parse_duration(text, where='value'):
+    """``90s``/``30min``/``2h``/``1d`` -> seconds."""
+    match = _TIME_RE.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if not match or _TIME_UNITS.get(unit) is None:
+        raise LimitError('%s: %r is not a duration (use s, min, h, d or w, e.g. 90min)'
+                         % (where, text))
+    return int(match.group(1)) * _TIME_UNITS[unit]
+
+
+class Limit(object):
+    """A soft/hard pair in kernel units (int) or UNLIMITED."""
+
+    __slots__ = ('soft', 'hard')
+
+    def __init__(self, soft, hard):
+        self.soft = soft
+        self.hard = hard
+
+    def __eq__(self, other):
+        return isinstance(other, Limit) and (self.soft, self.hard) == (other.soft, other.hard)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((self.soft, self.hard))
+
+    def __repr__(self):
+        return 'Limit(%r, %r)' % (self.soft, self.hard)
+
+    def as_dict(self):
+        return {'soft': self.soft, 'hard': self.hard}
+
+
+def compare(a, b):
+    """-1/0/1 comparing two kernel values where UNLIMITED is larger than any number."""
+    ka = (1, 0) if a == UNLIMITED else (0, a)
+    kb = (1, 0) if b == UNLIMITED else (0, b)
+    return (ka > kb) - (ka < kb)
+
+
+def exceeds(a, b):
+    """True when kernel value ``a`` is above ``b``."""
+    return compare(a, b) > 0
+
+
+def parse_limit(item, spec, where='value'):
+    """A profile entry -> Limit. ``spec`` is a value (soft = hard) or a dict with ``soft``/``hard``
+    (either may be missing: the missing side is None) or ``value``."""
+    item = get_item(item, where) if isinstance(item, str) else item
+    if isinstance(spec, dict):
+        unknown = sorted(set(spec) - set(['soft', 'hard', 'value']))
+        if unknown:
+            raise LimitError('%s: unknown key(s) %s (use soft, hard or value)'
+                             % (where, ', '.join(unknown)))
+        if 'value' in spec and spec['value'] is not None:
+            if spec.get('soft') is not None or spec.get('hard') is not None:
+                raise LimitError('%s: give either value or soft/hard, not both' % where)
+            value = parse_value(item, spec['value'], where + '.value')
+            return Limit(value, value)
+        soft = spec.get('soft')
+        hard = spec.get('hard')
+        if soft is None and hard is None:
+            raise LimitError('%s: needs soft, hard or value' % where)
+        limit = Limit(None if soft is None else parse_value(item, soft, where + '.soft'),
+                      None if hard is None else parse_value(item, hard, where + '.hard'))
+    else:
+        value = parse_value(item, spec, where)
+        limit = Limit(value, value)
+    check_pair(item, limit, where)
+    return limit
+
+
+def check_pair(item, limit, where='value'):
+    """Soft above hard is refused: systemd rejects it and pam_limits silently clamps it."""
+    if limit.soft is not None and limit.hard is not None and exceeds(limit.soft, limit.hard):
+        raise LimitError('%s: soft %s is above hard %s for %s'
+                         % (where, format_human(item, limit.soft), format_human(item, limit.hard),
+                            item.name))
+
+
+def parse_profile(profile, where='limits'):
+    """{item: value or {soft, hard}} -> {item_name: Limit}."""
+    if not isinstance(profile, dict):
+        raise LimitError('%s: must be a mapping of item -> value or {soft, hard}' % where)
+    result = {}
+    for name, spec in profile.items():
+        item = get_item(name, '%s.%s' % (where, name))
+        result[item.name] = parse_limit(item, spec, '%s.%s' % (where, name))
+    return result
+
+
+def format_human(item, value):
+    """A readable form of a kernel value, for messages and reports."""
+    item = ITEMS[item] if isinstance(item, str) else item
+    if value is None:
+        return '(unset)'
+    if value == UNLIMITED:
+        return UNLIMITED
+    if item.kind == 'size':
+        return format_size(value)
+    if item.kind == 'time':
+        return '%ds' % value
+    if item.kind == 'nice':
+        return 'nice %d' % (20 - value)
+    return str(value)
+
+
+def format_size(value):
+    for suffix, factor in (('TiB', 1024 ** 4), ('GiB', 1024 ** 3), ('MiB', 1024 ** 2),
+                           ('KiB', 1024)):
+        if value >= factor and value % factor == 0:
+            return '%d%s' % (value // factor, suffix)
+    return '%dB' % value
+
+
+# --- limits.conf (pam_limits) -------------------------------------------------------------
+
+def to_limits_conf(item, value, where='value'):
+    """kernel value -> limits.conf text (KiB, minutes, nice value, 'unlimited')."""
+    item = ITEMS[item] if isinstance(item, str) else item
+    if value == UNLIMITED:
+        return 'unlimited'
+    if item.kind == 'size':
+        if value % 1024:
+            raise LimitError('%s: %s of %d bytes is not a whole number of KiB, which is what '
+                             'limits.conf takes' % (where, item.name, value))
+        return str(value // 1024)
+    if item.kind == 'time':
+        if value % 60:
+            raise LimitError('%s: cpu of %d seconds is not a whole number of minutes, which is '
+                             'what limits.conf takes' % (where, value))
+        return str(value // 60)
+    if item.kind == 'nice':
+        return str(20 - value)
+    return str(value)
+
+
+def from_limits_conf(item, text, nr_open=None):
+    """limits.conf value text -> kernel value, with pam_limits' own parsing rules.
+
+    Returns (value, problem). ``value`` is None when pam_limits would skip the line;
+    ``problem`` is a reason string or None. nofile unlimited becomes ``nr_open`` when given
+    (Linux-PAM >= 1.5.2 substitutes fs.nr_open).
+    """
+    item = ITEMS[item] if isinstance(item, str) else item
+    text = text.strip().lower()
+    if item.kind == 'bool':
+        if text in ('0', '1'):
+            return int(text), None
+        return None, 'nonewprivs takes 0 or 1'
+    if item.kind not in ('priority', 'nice') and text in ('-1', '-', 'unlimited', 'infinity'):
+        if item.name == 'nofile':
+            if nr_open is not None:
+                return nr_open, 'nofile unlimited: pam_limits substitutes fs.nr_open (%d)' % nr_open
+            return UNLIMITED, 'nofile unlimited: older PAM passes RLIM_INFINITY, which fails'
+        return UNLIMITED, None
+    match = re.match(r'^([+-]?\d+)(.*)$', text)
+    if not match:
+        return None, 'value %r is not a number' % text
+    number = int(match.group(1))
+    problem = None
+    if match.group(2).strip():
+        problem = 'text after the value (%r) is ignored by pam_limits' % match.group(2).strip()
+    if item.kind in ('priority', 'logins'):
+        return number, problem
+    if item.kind == 'nice':
+        number = max(-20, min(19, number))
+        return 20 - number, problem
+    if number < 0:
+        return None, 'negative value %s' % number
+    if item.kind == 'size':
+        return number * 1024, problem
+    if item.kind == 'time':
+        return number * 60, problem
+    return number, problem
+
+
+# --- systemd ------------------------------------------------------------------------------
+
+def systemd_key(item, prefix='Limit'):
+    item = ITEMS[item] if isinstance(item, str) else item
+    if not item.is_rlimit:
+        raise LimitError('%s is not a resource limit systemd can set' % item.name)
+    return prefix + item.rlimit
+
+
+def item_from_systemd_key(key):
+    """``LimitNOFILE``/``DefaultLimitNOFILE`` -> Item, or None."""
+    match = re.match(r'^(?:Default)?Limit([A-Z]+)$', key)
+    if not match:
+        return None
+    return _BY_RLIMIT.get(match.group(1))
+
+
+def _systemd_side(item, value):
+    if value == UNLIMITED:
+        return 'infinity'
+    if item.kind == 'size':
+        for suffix, factor in (('T', 1024 ** 4), ('G', 1024 ** 3), ('M', 1024 ** 2),
+                               ('K', 1024)):
+            if value >= factor and value % factor == 0:
+                return '%d%s' % (value // factor, suffix)
+        return str(value)
+    if item.kind == 'nice':
+        # systemd reads a signed number as a nice level, an unsigned one as the raw rlimit.
+        nice = 20 - value
+        return '%+d' % nice if nice else '0'
+    return str(value)
+
+
+def to_systemd(item, limit):
+    """Limit -> ``LimitX=`` value: ``N`` when soft == hard, else ``SOFT:HARD``."""
+    item = ITEMS[item] if isinstance(item, str) else item
+    if limit.soft is None or limit.hard is None:
+        raise LimitError('%s: systemd needs both soft and hard' % item.name)
+    soft = _systemd_side(item, limit.soft)
+    hard = _systemd_side(item, limit.hard)
+    return soft if soft == hard else '%s:%s' % (soft, hard)
+
+
+def _parse_systemd_side(item, text, where):
+    text = text.strip()
+    if text == 'infinity':
+        return UNLIMITED
+    if item.kind == 'size':
+        match = re.match(r'^(\d+)([KMGTPE]?)$', text)
+        if not match:
+            raise LimitError('%s: %r is not a byte value systemd accepts' % (where, text))
+        value = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    elif item.kind == 'time':
+        if re.match(r'^\d+$', text):
+            value = int(text)
+        else:
+            value = _parse_systemd_timespan(text, where)
+    elif item.kind == 'nice':
+        if re.match(r'^[+-]\d+$', text):
+            nice = int(text)
+            if not -20 <= nice <= 19:
+                raise LimitError('%s: nice level %s out of range' % (where, text))
+            value = 20 - nice
+        elif re.match(r'^\d+$', text):
+            value = int(text)
+            if value > 40:
+                raise LimitError('%s: raw nice limit %s out of range 0..40' % (where, text))
+        else:
+            raise LimitError('%s: %r is not a nice value' % (where, text))
+    else:
+        if not re.match(r'^\d+$', text):
+            raise LimitError('%s: %r is not a number or infinity' % (where, text))
+        value = int(text)
+    if value == RLIM_INFINITY:
+        return UNLIMITED
+    return value
+
+
+def _parse_systemd_timespan(text, where):
+    total = 0
+    units = {'s': 1, 'sec': 1, 'm': 60, 'min': 60, 'h': 3600, 'hr': 3600, 'd': 86400,
+             'w': 604800}
+    parts = re.findall(r'(\d+)\s*([a-z]+)', text)
+    if not parts or re.sub(r'(\d+)\s*([a-z]+)', '', text).strip():
+        raise LimitError('%s: %r is not a time span' % (where, text))
+    for number, unit in parts:
+        if unit not in units:
+            raise LimitError('%s: unit %r in %r is not supported' % (where, unit, text))
+        total += int(number) * units[unit]
+    return total
+
+
+def from_systemd(item, text, where='value'):
+    """``LimitX=`` value -> Limit. Raises LimitError like systemd would refuse it, including
+    soft above hard (systemd then keeps the earlier value)."""
+    item = ITEMS[item] if isinstance(item, str) else item
+    text = text.strip()
+    if not text:
+        raise LimitError('%s: empty value' % where)
+    if ':' in text:
+        soft_text, hard_text = text.split(':', 1)
+        limit = Limit(_parse_systemd_side(item, soft_text, where),
+                      _parse_systemd_side(item, hard_text, where))
+    else:
+        value = _parse_systemd_side(item, text, where)
+        limit = Limit(value, value)
+    check_pair(item, limit, where)
+    return limit
+
+
+def from_systemd_show(item, value):
+    """A raw number from ``systemctl show`` (LimitNOFILE=524288, ...=infinity) -> kernel value."""
+    item = ITEMS[item] if isinstance(item, str) else item
+    value = value.strip()
+    if value == 'infinity' or value == str(RLIM_INFINITY):
+        return UNLIMITED
+    return int(value)
+
+
+# --- Docker and Podman ---------------------------------------------------------------------
+
+def _docker_side(value):
+    return -1 if value == UNLIMITED else value
+
+
+def to_docker(item, limit):
+    item = ITEMS[item] if isinstance(item, str) else item
+    if not item.is_rlimit:
+        raise LimitError('%s is not a resource limit Docker can set' % item.name)
+    if limit.soft is None or limit.hard is None:
+        raise LimitError('%s: Docker needs both soft and hard' % item.name)
+    return {'Name': item.name, 'Soft': _docker_side(limit.soft), 'Hard': _docker_side(limit.hard)}
+
+
+def from_docker(name, entry, where='default-ulimits'):
+    """A daemon.json ``default-ulimits`` entry -> (Item, Limit)."""
+    item = get_item(name, where)
+    if not item.is_rlimit:
+        raise LimitError('%s: %s is not a resource limit Docker can set' % (where, name))
+    if not isinstance(entry, dict):
+        raise LimitError('%s.%s: must be an object with Name, Soft and Hard' % (where, name))
+    if entry.get('Name') != item.name:
+        raise LimitError('%s.%s: "Name" must be %r (without it dockerd fails with "wrong '
+                         'rlimit value")' % (where, name, item.name))
+    sides = []
+    for key in ('Soft', 'Hard'):
+        value = entry.get(key)
+        if not _is_int(value) or value < -1:
+            raise LimitError('%s.%s.%s: must be an integer (-1 for unlimited), got %r'
+                             % (where, name, key, value))
+        sides.append(UNLIMITED if value == -1 else value)
+    limit = Limit(sides[0], sides[1])
+    check_pair(item, limit, '%s.%s' % (where, name))
+    return item, limit
+
+
+def to_ulimit_string(item, limit):
+    """Limit -> ``nofile=SOFT:HARD`` (Podman/CRI-O default_ulimits, docker --ulimit)."""
+    item = ITEMS[item] if isinstance(item, str) else item
+    entry = to_docker(item, limit)
+    return '%s=%d:%d' % (item.name, entry['Soft'], entry['Hard'])
+
+
+def from_ulimit_string(text, where='default_ulimits'):
+    match = re.match(r'^\s*([a-z]+)\s*=\s*(-?\d+)(?::(-?\d+))?\s*$', str(text))
+    if not match:
+        raise LimitError('%s: %r is not NAME=SOFT[:HARD]' % (where, text))
+    hard = match.group(3) if match.group(3) is not None else match.group(2)
+    return from_docker(match.group(1), {'Name': match.group(1), 'Soft': int(match.group(2)),
+                                        'Hard': int(hard)}, where)
+
+
+# --- /proc/PID/limits -------------------------------------------------------------------
+
+def parse_proc_limits(text):
+    """/proc/PID/limits content -> {item_name: Limit} in kernel units."""
+    result = {}
+    for line in text.splitlines()[1:]:
+        for row, item in _BY_PROC_ROW.items():
+            if line.startswith(row + ' '):
+                fields = line[len(row):].split()
+                result[item.name] = Limit(_proc_side(fields[0]), _proc_side(fields[1]))
+    return result
+
+
+def _proc_side(text):
+    return UNLIMITED if text == 'unlimited' else int(text)

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Safe reads and atomic writes of configuration files, shared by every module.
+
+Writes go to a temporary file in the target's own directory (same file system), which gets the
+target's owner and mode (or the given mode for a new file), is fsync'ed, and is then renamed over
+the target: readers see the old file or the new one, never a partial one. Plain Python.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import shutil
+import tempfile
+import time
+
+
+class FileError(Exception):
+    """A file that cannot be read or written; the message names the path."""
+
+
+def read_bytes(path):
+    """The file's bytes, or None when it does not exist."""
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read()
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise FileError('%s: cannot read: %s' % (path, exc.strerror or exc))
+
+
+def backup_path(path):
+    return '%s.%s.%s~' % (path, os.getpid(), time.strftime('%Y-%m-%d@%H:%M:%S'))
+
+
+def write_atomic(path, data, mode=0o644, backup=False, make_dirs=True, dir_mode=0o755):
+    """Write ``data`` (bytes) to ``path`` atomically, keeping an existing file's owner and mode.
+
+    Returns the backup file's path (when ``backup`` and the file existed) or None.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        if not make_dirs:
+            raise FileError('%s: directory %s does not exist' % (path, directory))
+        try:
+            os.makedirs(directory, dir_mode)
+        except OSError as exc:
+            raise FileError('%s: cannot create directory %s: %s' % (path, directory, exc.strerror))
+    try:
+        current = os.stat(path)
+    except OSError:
+        current = None
+    backup_file = None
+    if backup and current is not None:
+        backup_file = backup_path(path)
+        try:
+            shutil.copy2(path, backup_file)
+        except (IOError, OSError) as exc:
+            raise FileError('%s: cannot write backup %s: %s' % (path, backup_file, exc))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp',
+                                   dir=directory)
+    except OSError as exc:
+        raise FileError('%s: cannot create a temporary file in %s: %s'
+                        % (path, directory, exc.strerror))
+    try:
+        with os.fdopen(fd, 'wb') as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if current is not None:
+            os.chmod(tmp, current.st_mode & 0o7777)
+            try:
+                os.chown(tmp, current.st_uid, current.st_gid)
+            except OSError:
+                pass  # not root: the file stays ours, as it was
+        else:
+            os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except (IOError, OSError) as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise FileError('%s: cannot write: %s' % (path, getattr(exc, 'strerror', None) or exc))
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+    return backup_file
+
+
+def remove(path, backup=False):
+    """Remove a file (used for state=absent of a whole drop-in). Returns the backup path."""
+    if not os.path.exists(path):
+        return None
+    backup_file = None
+    if backup:
+        backup_file = backup_path(path)
+        shutil.copy2(path, backup_file)
+    os.unlink(path)
+    return backup_file
