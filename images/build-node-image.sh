@@ -24,7 +24,7 @@ if [ "${FORCE:-0}" != 1 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 
 pkgs="systemd,systemd-sysv,dbus,libpam-systemd,python3,sudo,procps,passwd,login,util-linux"
-pkgs="$pkgs,ca-certificates,docker.io,iptables,busybox-static"
+pkgs="$pkgs,ca-certificates,docker.io,iptables,busybox-static,podman"
 
 case "$distro" in
   debian12) suite=bookworm; base_image=debian:12; family=debian ;;
