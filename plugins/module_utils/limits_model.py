@@ -394,10 +394,8 @@ def _systemd_side(item, value):
             if value >= factor and value % factor == 0:
                 return '%d%s' % (value // factor, suffix)
         return str(value)
-    if item.kind == 'nice':
-        # systemd reads a signed number as a nice level, an unsigned one as the raw rlimit.
-        nice = 20 - value
-        return '%+d' % nice if nice else '0'
+    # nice: systemd reads a signed number as a nice level and an unsigned one as the raw
+    # RLIMIT_NICE value; the raw form covers the whole range (0..40).
     return str(value)
 
 

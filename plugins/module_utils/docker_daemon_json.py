@@ -1,0 +1,420 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Docker's daemon.json and docker.service: read, merge, render, detect conflicting flags.
+
+Plain Python (no Ansible import), runs on Python 3.8 targets.
+
+* daemon.json is read keeping key order (``OrderedDict``); a file that does not parse raises
+  DaemonJsonError naming ``path:line:column``; entries of ``default-ulimits`` are located in the
+  text so that an entry the limit model refuses is reported with its line and column too.
+* merge() changes only ``default-ulimits`` (per item) and ``default-shm-size``; every other key
+  keeps its value and position. render() writes indent 2 and a trailing newline.
+* unit_flag_conflicts() reads docker.service with its drop-ins the way systemd does (the first
+  unit file found, then drop-ins ordered by file name, ``/etc`` shadowing ``/run`` shadowing
+  ``/usr/lib``; an empty ``ExecStart=`` resets) and reports ``--default-ulimit`` /
+  ``--default-shm-size`` in the effective ExecStart (also through ``$VAR`` from ``Environment=``
+  or ``EnvironmentFile=``), naming the file and line: dockerd refuses to start when an option is
+  given both as a flag and in daemon.json.
+
+Every function that touches the file system takes ``root`` (a path prefix) for unit tests.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import json
+import os
+import re
+from collections import OrderedDict
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
+
+DAEMON_JSON = '/etc/docker/daemon.json'
+ULIMITS_KEY = 'default-ulimits'
+SHM_KEY = 'default-shm-size'
+LIVE_RESTORE_KEY = 'live-restore'
+FLAGS = {ULIMITS_KEY: '--default-ulimit', SHM_KEY: '--default-shm-size'}
+
+# systemd's unit search path for system units, highest precedence first.
+UNIT_DIRS = ('/etc/systemd/system', '/run/systemd/system', '/usr/local/lib/systemd/system',
+             '/usr/lib/systemd/system', '/lib/systemd/system')
+
+
+class DaemonJsonError(ValueError):
+    """daemon.json content or a unit file we refuse to act on. The message names the place."""
+
+
+# --- daemon.json ----------------------------------------------------------------------------
+
+def line_col(text, pos):
+    """1-based (line, column) of character offset ``pos`` in ``text``."""
+    line = text.count('\n', 0, pos) + 1
+    col = pos - (text.rfind('\n', 0, pos) + 1) + 1
+    return line, col
+
+
+def parse(text, path=DAEMON_JSON):
+    """daemon.json text -> OrderedDict. Empty or blank text is an empty object (dockerd agrees)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise DaemonJsonError('%s: not UTF-8 text (byte %d): %s' % (path, exc.start, exc.reason))
+    if text.startswith(u'\ufeff'):
+        text = text[1:]
+    if not text.strip():
+        return OrderedDict()
+    try:
+        data = json.loads(text, object_pairs_hook=OrderedDict)
+    except ValueError as exc:
+        # json.JSONDecodeError carries lineno/colno (Python 3.5+).
+        lineno = getattr(exc, 'lineno', None)
+        colno = getattr(exc, 'colno', None)
+        msg = getattr(exc, 'msg', str(exc))
+        if lineno is None:
+            raise DaemonJsonError('%s: invalid JSON: %s' % (path, exc))
+        raise DaemonJsonError('%s:%d:%d: invalid JSON: %s' % (path, lineno, colno, msg))
+    if not isinstance(data, dict):
+        raise DaemonJsonError('%s:1:1: the top level must be a JSON object, got %s'
+                              % (path, type(data).__name__))
+    return data
+
+
+def render(data):
+    """OrderedDict -> bytes: indent 2, keys in their order, non-ASCII kept, trailing newline."""
+    return (json.dumps(data, indent=2, separators=(',', ': '), ensure_ascii=False) + '\n') \
+        .encode('utf-8')
+
+
+_WS = re.compile(r'[ \t\n\r]*')
+_NUMBER = re.compile(r'-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?')
+
+
+def key_positions(text):
+    """{(key, key, ...): offset} of every object key in valid JSON ``text`` (offset of its quote).
+
+    Array elements are addressed by their index. Used only to name line and column in messages.
+    """
+    positions = {}
+
+    def skip(pos):
+        return _WS.match(text, pos).end()
+
+    def value(pos, path):
+        pos = skip(pos)
+        char = text[pos]
+        if char == '{':
+            pos = skip(pos + 1)
+            if text[pos] == '}':
+                return pos + 1
+            while True:
+                pos = skip(pos)
+                key, end = json.decoder.scanstring(text, pos + 1)
+                positions[path + (key,)] = pos
+                pos = skip(end)
+                pos = value(pos + 1, path + (key,))   # after ':'
+                pos = skip(pos)
+                if text[pos] == ',':
+                    pos += 1
+                    continue
+                return pos + 1                          # '}'
+        if char == '[':
+            pos = skip(pos + 1)
+            if text[pos] == ']':
+                return pos + 1
+            index = 0
+            while True:
+                positions[path + (index,)] = skip(pos)
+                pos = skip(value(pos, path + (index,)))
+                index += 1
+                if text[pos] == ',':
+                    pos += 1
+                    continue
+                return pos + 1
+        if char == '"':
+            return json.decoder.scanstring(text, pos + 1)[1]
+        for word in ('true', 'false', 'null'):
+            if text.startswith(word, pos):
+                return pos + len(word)
+        match = _NUMBER.match(text, pos)
+        return match.end()
+
+    if text.startswith(u'\ufeff'):
+        text = u' ' + text[1:]
+    if text.strip():
+        value(0, ())
+    return positions
+
+
+def where(text, keys, path=DAEMON_JSON):
+    """``path:line:col`` of the key path ``keys`` in ``text``, or ``path`` when not found."""
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    pos = key_positions(text).get(tuple(keys)) if text else None
+    if pos is None:
+        return path
+    return '%s:%d:%d' % ((path,) + line_col(text, pos))
+
+
+def read(path=DAEMON_JSON, root=''):
+    """(raw bytes or None, OrderedDict) of daemon.json; a missing file is an empty object."""
+    raw = read_bytes(root + path)
+    if raw is None:
+        return None, OrderedDict()
+    return raw, parse(raw, path)
+
+
+def read_ulimits(data, text=None, path=DAEMON_JSON):
+    """``default-ulimits`` of parsed daemon.json -> OrderedDict {item: Limit}.
+
+    An entry the limit model refuses raises DaemonJsonError naming path:line:column (when the
+    text is given) and what is wrong.
+    """
+    result = OrderedDict()
+    section = data.get(ULIMITS_KEY)
+    if section is None:
+        return result
+    if not isinstance(section, dict):
+        raise DaemonJsonError('%s: "%s" must be an object of name -> {"Name", "Soft", "Hard"}, '
+                              'got %s' % (where(text, (ULIMITS_KEY,), path), ULIMITS_KEY,
+                                          type(section).__name__))
+    for name, entry in section.items():
+        try:
+            item, limit = model.from_docker(name, entry)
+        except model.LimitError as exc:
+            raise DaemonJsonError('%s: %s' % (where(text, (ULIMITS_KEY, name), path), exc))
+        result[item.name] = limit
+    return result
+
+
+def read_shm_size(data, text=None, path=DAEMON_JSON):
+    """``default-shm-size`` -> bytes, or None when absent. Unreadable -> DaemonJsonError."""
+    value = data.get(SHM_KEY)
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise model.LimitError('%s: must be a size string such as "8G", got %r'
+                                   % (SHM_KEY, value))
+        return model.parse_size(str(value), SHM_KEY)
+    except model.LimitError as exc:
+        raise DaemonJsonError('%s: %s' % (where(text, (SHM_KEY,), path), exc))
+
+
+def format_shm_size(value):
+    """bytes -> the shortest exact size string dockerd reads (``8G``, ``512M``, ``65536``)."""
+    for suffix, factor in (('T', 1024 ** 4), ('G', 1024 ** 3), ('M', 1024 ** 2), ('K', 1024)):
+        if value >= factor and value % factor == 0:
+            return '%d%s' % (value // factor, suffix)
+    return str(value)
+
+
+def merge(data, ulimits=None, shm_size=None, purge=False):
+    """A new OrderedDict: ``data`` with the given limits and shm size, nothing else touched.
+
+    ulimits: {item_name: Limit} (both sides set); each replaces its entry in place or is added
+    at the end of ``default-ulimits`` (created after the last key when missing). purge: drop the
+    entries not in ``ulimits`` (and the whole key when that leaves it empty). shm_size: bytes.
+    An existing value that already means the same (``1024M`` for ``1G``) is kept as written.
+    """
+    result = OrderedDict(data)
+    if ulimits is not None:
+        old = data.get(ULIMITS_KEY)
+        section = OrderedDict(old) if isinstance(old, dict) else OrderedDict()
+        if purge:
+            for name in list(section):
+                if name not in ulimits:
+                    del section[name]
+        for name, limit in ulimits.items():
+            entry = model.to_docker(name, limit)
+            current = section.get(name)
+            try:
+                same = current is not None and model.from_docker(name, current)[1] == limit
+            except model.LimitError:
+                same = False
+            if not same:
+                section[name] = OrderedDict([('Name', entry['Name']), ('Soft', entry['Soft']),
+                                             ('Hard', entry['Hard'])])
+        if section:
+            result[ULIMITS_KEY] = section
+        elif ULIMITS_KEY in result:
+            del result[ULIMITS_KEY]
+    if shm_size is not None:
+        current = data.get(SHM_KEY)
+        try:
+            same = current is not None and read_shm_size(data) == shm_size
+        except DaemonJsonError:
+            same = False
+        if not same:
+            result[SHM_KEY] = format_shm_size(shm_size)
+    return result
+
+
+# --- docker.service --------------------------------------------------------------------------
+
+def _unit_file(unit, root):
+    for directory in UNIT_DIRS:
+        path = os.path.join(directory, unit)
+        if os.path.isfile(root + path):
+            return path
+    return None
+
+
+def _dropins(unit, root):
+    """Drop-in paths of ``unit`` in the order systemd applies them (by file name; the directory
+    of higher precedence wins for equal names)."""
+    chosen = {}
+    for directory in UNIT_DIRS:
+        for path in glob.glob(root + os.path.join(directory, unit + '.d', '*.conf')):
+            name = os.path.basename(path)
+            if name not in chosen:
+                chosen[name] = path[len(root):]
+    return [chosen[name] for name in sorted(chosen)]
+
+
+def unit_files(unit='docker.service', root=''):
+    """The unit file (or None) and its drop-ins, in the order systemd reads them."""
+    main = _unit_file(unit, root)
+    return ([main] if main else []) + _dropins(unit, root)
+
+
+def _logical_lines(text):
+    """(line number, text) of a unit file, joining backslash continuations, without comments."""
+    lines = []
+    buffer = None
+    start = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if buffer is None:
+            if not stripped or stripped[0] in '#;':
+                continue
+            start = number
+            buffer = ''
+        elif stripped and stripped[0] in '#;':
+            continue          # comment lines inside a continuation are skipped
+        if line.rstrip().endswith('\\'):
+            buffer += line.rstrip()[:-1] + ' '
+            continue
+        buffer += line
+        lines.append((start, buffer.strip()))
+        buffer = None
+    if buffer is not None:
+        lines.append((start, buffer.strip()))
+    return lines
+
+
+def _read_text(path):
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError):
+        return None
+
+
+def _env_file_vars(path, root):
+    """{VAR: (value, 'file:line')} from an EnvironmentFile (shell-like KEY=value lines)."""
+    result = {}
+    text = _read_text(root + path)
+    if text is None:
+        return result
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in '#;':
+            continue
+        if line.startswith('export '):
+            line = line[len('export '):].strip()
+        match = re.match(r'^([A-Za-z_][A-Za-z0-9_]*)=(.*)$', line)
+        if match:
+            value = match.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+                value = value[1:-1]
+            result[match.group(1)] = (value, '%s:%d' % (path, number))
+    return result
+
+
+def _split_assignments(text):
+    """``Environment=`` value -> [(VAR, value)] (quoted assignments allowed)."""
+    result = []
+    for token in re.findall(r'"[^"]*"|\'[^\']*\'|\S+', text):
+        if token[0] in '"\'':
+            token = token[1:-1]
+        if '=' in token:
+            name, value = token.split('=', 1)
+            result.append((name, value))
+    return result
+
+
+def _flag_in(text, flag):
+    return re.search(r'(?:^|\s)%s(?:[=\s]|$)' % re.escape(flag), text) is not None
+
+
+def effective_exec_start(unit='docker.service', root=''):
+    """The effective ExecStart lines and environment of ``unit``.
+
+    Returns (exec_starts, env): exec_starts is [(command, 'file:line')], env is
+    {VAR: (value, 'file:line')} from Environment= and EnvironmentFile= (later wins).
+    """
+    exec_starts = []
+    env = {}
+    env_files = []
+    for path in unit_files(unit, root):
+        text = _read_text(root + path)
+        if text is None:
+            continue
+        section = None
+        for number, line in _logical_lines(text):
+            if line.startswith('['):
+                section = line.strip('[] ')
+                continue
+            if section != 'Service' or '=' not in line:
+                continue
+            key, value = line.split('=', 1)
+            key = key.strip()
+            value = value.strip()
+            place = '%s:%d' % (path, number)
+            if key == 'ExecStart':
+                if not value:
+                    exec_starts = []
+                else:
+                    exec_starts.append((value, place))
+            elif key == 'Environment':
+                if not value:
+                    env = {}
+                for name, val in _split_assignments(value):
+                    env[name] = (val, place)
+            elif key == 'EnvironmentFile':
+                if not value:
+                    env_files = []
+                else:
+                    env_files.append(value.lstrip('-'))
+    for env_file in env_files:
+        env.update(_env_file_vars(env_file, root))
+    return exec_starts, env
+
+
+def unit_flag_conflicts(keys, unit='docker.service', root=''):
+    """[(key, flag, 'file:line')] for each daemon.json key in ``keys`` whose dockerd flag the
+    effective ExecStart of ``unit`` passes, directly or through an environment variable."""
+    exec_starts, env = effective_exec_start(unit, root)
+    conflicts = []
+    for key in keys:
+        flag = FLAGS[key]
+        for command, place in exec_starts:
+            if _flag_in(command, flag):
+                conflicts.append((key, flag, place))
+                continue
+            for name in re.findall(r'\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?', command):
+                if name in env and _flag_in(env[name][0], flag):
+                    conflicts.append((key, flag, '%s (via $%s from %s)' % (place, name,
+                                                                         env[name][1])))
+    return conflicts
+
+
+def conflict_message(conflicts, path=DAEMON_JSON):
+    return '; '.join('%s passes %s to dockerd, so "%s" in %s would make dockerd refuse to start '
+                     '(remove the flag or manage it there)' % (place, flag, key, path)
+                     for key, flag, place in conflicts)

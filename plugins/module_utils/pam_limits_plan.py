@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Planning a limits.d file edit: requested entries -> new file text, conflicts, overrides,
+guard violations. Plain Python; the pam_limits module is a thin shell around it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+
+HEADER = ('# Managed by gpufleet.tuning.pam_limits: resource limits for login sessions.\n'
+          '# Lines for other domains and items, and comments, are kept as they are.\n')
+
+
+class PlanError(Exception):
+    """Input that cannot be planned; the message names the entry and field."""
+
+
+class Entry(object):
+    """A requested entry: domain, item (Item), limit (Limit; None for state=absent)."""
+
+    def __init__(self, index, domain, item, limit):
+        self.index = index
+        self.domain = domain
+        self.item = item
+        self.limit = limit
+
+    @property
+    def key(self):
+        return (self.domain, self.item.name)
+
+    @property
+    def where(self):
+        return 'limits[%d] (%s %s)' % (self.index, self.domain, self.item.name)
+
+    def lines(self):
+        """The limits.conf lines that express this entry: always one soft and one hard line.
+
+        Two lines rather than one '-' line: pam_limits returns early for '-' when a more
+        specific class already set the soft side, and then skips the hard side too.
+        """
+        return [conf.format_line(self.domain, 'soft', self.item.name,
+                                 model.to_limits_conf(self.item, self.limit.soft, self.where)),
+                conf.format_line(self.domain, 'hard', self.item.name,
+                                 model.to_limits_conf(self.item, self.limit.hard, self.where))]
+
+    def as_dict(self):
+        result = {'domain': self.domain, 'item': self.item.name}
+        if self.limit is not None:
+            result['soft'] = self.limit.soft
+            result['hard'] = self.limit.hard
+        return result
+
+
+def parse_entries(raw_entries, state):
+    """Module input -> [Entry]; PlanError naming limits[N].field for anything wrong."""
+    entries = []
+    seen = {}
+    for index, raw in enumerate(raw_entries or []):
+        where = 'limits[%d]' % index
+        if not isinstance(raw, dict):
+            raise PlanError('%s: must be a mapping with domain, item and value or soft/hard'
+                            % where)
+        unknown = sorted(set(raw) - set(['domain', 'item', 'value', 'soft', 'hard']))
+        if unknown:
+            raise PlanError('%s: unknown key(s): %s' % (where, ', '.join(unknown)))
+        domain = raw.get('domain')
+        if not isinstance(domain, str) or not domain.strip():
+            raise PlanError('%s.domain: required' % where)
+        domain = domain.strip()
+        try:
+            parsed = conf.parse_domain(domain)
+        except ValueError as exc:
+            raise PlanError('%s.domain: %s' % (where, exc))
+        try:
+            item = model.get_item(raw.get('item'), where + '.item')
+        except model.LimitError as exc:
+            raise PlanError(str(exc))
+        if parsed.kind in ('all', 'allgroup') and item.kind != 'logins':
+            raise PlanError('%s.domain: %r applies to maxlogins only (pam_limits ignores it for '
+                            '%s)' % (where, domain, item.name))
+        limit = None
+        if state == 'present':
+            spec = dict((k, raw[k]) for k in ('value', 'soft', 'hard') if raw.get(k) is not None)
+            if not spec:
+                raise PlanError('%s: needs value, or soft and hard' % where)
+            if 'value' not in spec and ('soft' not in spec or 'hard' not in spec):
+                raise PlanError('%s: give both soft and hard (or value for both)' % where)
+            try:
+                limit = model.parse_limit(item, spec, where)
+                for side in ('soft', 'hard'):
+                    model.to_limits_conf(item, getattr(limit, side), '%s.%s' % (where, side))
+            except model.LimitError as exc:
+                raise PlanError(str(exc))
+            if item.name == 'nofile' and model.UNLIMITED in (limit.soft, limit.hard):
+                raise PlanError('%s: nofile cannot be unlimited: Linux-PAM >= 1.5.2 silently '
+                                'substitutes fs.nr_open and older PAM fails the login (EPERM); '
+                                'give a number' % where)
+        entry = Entry(index, domain, item, limit)
+        if entry.key in seen:
+            raise PlanError('%s: duplicates limits[%d] (same domain and item)'
+                            % (where, seen[entry.key]))
+        seen[entry.key] = index
+        entries.append(entry)
+    return entries
+
+
+def check_ceilings(entries, ceiling, force=False):
+    """Guards against values that cannot apply. Returns (errors, forced_warnings)."""
+    errors = []
+    warnings = []
+    for entry in entries:
+        if entry.limit is None or not entry.item.is_rlimit:
+            continue
+        if entry.item.name == 'nofile' and ceiling.nr_open \
+                and model.exceeds(entry.limit.hard, ceiling.nr_open):
+            errors.append('%s: hard nofile %s is above fs.nr_open (%d): the kernel refuses it and '
+                          'login sessions would fail or lose all their limits'
+                          % (entry.where, entry.limit.hard, ceiling.nr_open))
+            continue
+        top, reason = ceiling.hard_ceiling(entry.item)
+        if top is not None and model.exceeds(entry.limit.hard, top):
+            message = ('%s: hard %s %s is above what login services can set here (%s, %s): '
+                       'upstream PAM would refuse logins and Debian/Ubuntu PAM silently drops '
+                       'every limit of the session' % (
+                           entry.where, entry.item.name,
+                           model.format_human(entry.item, entry.limit.hard),
+                           model.format_human(entry.item, top), reason))
+            if force:
+                warnings.append(message + ' (written anyway: force=true)')
+            else:
+                errors.append(message + '; lower it, or set force=true')
+    return errors, warnings
+
+
+def _lines_value(lines, nr_open=None):
+    """The (soft, hard) a group of same-key lines sets, in file order, or None if invalid."""
+    soft = hard = None
+    for line in lines:
+        if line.kind != 'entry' or line.type not in conf.TYPES or line.problem:
+            return None
+        value = line.kernel_value(nr_open)
+        if value is None:
+            return None
+        if line.type in ('soft', '-'):
+            soft = value
+        if line.type in ('hard', '-'):
+            hard = value
+    return soft, hard
+
+
+def plan_file(current_text, entries, state, exclusive=False):
+    """New file text for the request. ``current_text`` is None for a missing file."""
+    limits_file = conf.parse(current_text or '', None)
+    wanted = dict((e.key, e) for e in entries)
+    by_key = {}
+    for line in limits_file.lines:
+        if line.kind in ('entry', 'invalid', 'nolimit') and line.domain is not None:
+            by_key.setdefault((line.domain, line.item), []).append(line)
+    out = []
+    written = set()
+    for line in limits_file.lines:
+        if line.kind not in ('entry', 'invalid', 'nolimit'):
+            out.append(line.raw)
+            continue
+        key = (line.domain, line.item) if line.domain is not None else None
+        entry = wanted.get(key) if key else None
+        if entry is None:
+            if not (exclusive and state == 'present'):
+                out.append(line.raw)
+            continue
+        if state == 'absent':
+            continue
+        if key in written:
+            continue
+        written.add(key)
+        group = by_key[key]
+        current = _lines_value(group)
+        if current == (entry.limit.soft, entry.limit.hard):
+            out.extend(l.raw for l in group)       # already right: keep the bytes
+        else:
+            out.extend(entry.lines())
+    if state == 'present':
+        missing = [e for e in entries if e.key not in written]
+        if missing:
+            if out and not out[-1].endswith('\n'):
+                out[-1] += '\n'                      # never glue onto an unterminated line
+            if current_text is None or not (current_text or '').strip():
+                if not out:
+                    out.append(HEADER)
+            for entry in missing:
+                out.extend(entry.lines())
+    return ''.join(out)
+
+
+def find_conflicts(entries, files, target):
+    """Lines in other files, later in pam order, with the same domain and item, that set a side
+    to another value: the requested entry would never apply. Also returns overrides: narrower
+    lines (user, uid range, @group) that win over a requested wildcard (or group) entry."""
+    conflicts = []
+    overrides = []
+    order = [f.path for f in files]
+    target_index = order.index(target) if target in order else len(order)
+    for entry in entries:
+        if entry.limit is None:
+            continue
+        wanted_class = conf.parse_domain(entry.domain).klass
+        for position, limits_file in enumerate(files):
+            if limits_file.path == target:
+                continue
+            for line in limits_file.lines:
+                if line.kind != 'entry' or line.item != entry.item.name:
+                    continue
+                if line.domain == entry.domain:
+                    if position < target_index:
+                        continue
+                    value = line.kernel_value()
+                    sides = [s for s in line.sides() if value != getattr(entry.limit, s)]
+                    if sides:
+                        record = line.as_dict()
+                        record.update({'entry': entry.as_dict(), 'sides': sides,
+                                       'reason': '%s sets %s %s later in pam_limits order'
+                                                 % (line.where, '/'.join(sides), line.value)})
+                        conflicts.append(record)
+                    continue
+                klass = line.parsed_domain.klass if line.parsed_domain else None
+                if klass is not None and klass < wanted_class and wanted_class in (
+                        conf.CLASS_DEFAULT, conf.CLASS_GROUP):
+                    record = line.as_dict()
+                    record.update({'entry': entry.as_dict(),
+                                   'reason': '%s (%s) overrides %s for the users it matches'
+                                             % (line.where, conf.CLASS_NAMES[klass],
+                                                entry.domain)})
+                    overrides.append(record)
+    return conflicts, overrides
+
+
+def wildcard_root_warnings(entries):
+    domains = set(e.key for e in entries)
+    warnings = []
+    for entry in entries:
+        if entry.domain == '*' and entry.limit is not None \
+                and ('root', entry.item.name) not in domains:
+            warnings.append('%s: "*" entries do not apply to root (limits.conf(5)); add a root '
+                            'entry for %s if root runs training jobs'
+                            % (entry.where, entry.item.name))
+    return warnings
+
+
+def read_layout(limits_conf, limits_dir, target):
+    """Parsed files in pam order (the target included even when it does not exist yet)."""
+    files = []
+    for path in conf.pam_order(limits_conf, limits_dir, extra=target):
+        parsed = conf.read_file(path)
+        if parsed is None:
+            parsed = conf.parse('', path)
+        files.append(parsed)
+    return files
+
+
+def target_is_read(target, limits_conf, limits_dir):
+    """Does pam_limits read ``target`` at all?"""
+    if os.path.abspath(target) == os.path.abspath(limits_conf):
+        return True
+    return (os.path.dirname(os.path.abspath(target)) == os.path.abspath(limits_dir)
+            and target.endswith('.conf'))
