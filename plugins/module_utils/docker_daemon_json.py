@@ -396,25 +396,101 @@ def effective_exec_start(unit='docker.service', root=''):
     return exec_starts, env
 
 
-def unit_flag_conflicts(keys, unit='docker.service', root=''):
-    """[(key, flag, 'file:line')] for each daemon.json key in ``keys`` whose dockerd flag the
-    effective ExecStart of ``unit`` passes, directly or through an environment variable."""
+def _flag_values(text, flag):
+    """Values given to ``flag`` in a command line (``--flag=v`` or ``--flag v``)."""
+    return re.findall(r'(?:^|\s)%s(?:=|\s+)(?:"([^"]*)"|\'([^\']*)\'|(\S+))' % re.escape(flag), text)
+
+
+def unit_flags(unit='docker.service', root=''):
+    """[{'key', 'flag', 'value', 'source'}] for every ``--default-ulimit`` /
+    ``--default-shm-size`` the effective ExecStart of ``unit`` passes to dockerd, directly or
+    through a ``$VAR`` set by Environment= or EnvironmentFile=. ``source`` is 'file:line'."""
     exec_starts, env = effective_exec_start(unit, root)
-    conflicts = []
-    for key in keys:
+    found = []
+    for key in (ULIMITS_KEY, SHM_KEY):
         flag = FLAGS[key]
         for command, place in exec_starts:
-            if _flag_in(command, flag):
-                conflicts.append((key, flag, place))
-                continue
+            texts = [(command, place)]
             for name in re.findall(r'\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?', command):
-                if name in env and _flag_in(env[name][0], flag):
-                    conflicts.append((key, flag, '%s (via $%s from %s)' % (place, name,
-                                                                         env[name][1])))
-    return conflicts
+                if name in env:
+                    texts.append((env[name][0], '%s (via $%s from %s)'
+                                  % (place, name, env[name][1])))
+            for text, source in texts:
+                if not _flag_in(text, flag):
+                    continue
+                values = [''.join(groups) for groups in _flag_values(text, flag)] or ['']
+                for value in values:
+                    found.append({'key': key, 'flag': flag, 'value': value, 'source': source})
+    return found
+
+
+def unit_flag_conflicts(keys, unit='docker.service', root=''):
+    """[(key, flag, source)] for each daemon.json key in ``keys`` whose dockerd flag the
+    effective ExecStart of ``unit`` passes (see unit_flags)."""
+    return [(found['key'], found['flag'], found['source'])
+            for found in unit_flags(unit, root) if found['key'] in keys]
 
 
 def conflict_message(conflicts, path=DAEMON_JSON):
     return '; '.join('%s passes %s to dockerd, so "%s" in %s would make dockerd refuse to start '
                      '(remove the flag or manage it there)' % (place, flag, key, path)
                      for key, flag, place in conflicts)
+
+
+# --- shared by the Docker and Podman modules -------------------------------------------------
+
+def complete_limits(requested, current, where='ulimits'):
+    """Docker and Podman need soft and hard: a side the request leaves out (None) is taken from
+    the ``current`` entry; with no current entry it is an error naming the field."""
+    result = OrderedDict()
+    for name, limit in requested.items():
+        soft, hard = limit.soft, limit.hard
+        old = current.get(name)
+        if soft is None or hard is None:
+            if old is None:
+                raise model.LimitError('%s.%s: give both soft and hard (or one value): the '
+                                       'container runtime needs both and none is set yet'
+                                       % (where, name))
+            soft = old.soft if soft is None else soft
+            hard = old.hard if hard is None else hard
+        limit = model.Limit(soft, hard)
+        item = model.get_item(name, '%s.%s' % (where, name))
+        if not item.is_rlimit:
+            raise model.LimitError('%s.%s: %s is not a resource limit a container runtime can set'
+                                   % (where, name, name))
+        model.check_pair(item, limit, '%s.%s' % (where, name))
+        result[item.name] = limit
+    return result
+
+
+PROBE_COMMAND = ['cat', '/proc/self/limits', '/proc/self/mounts']
+
+
+def parse_probe(text):
+    """Output of ``cat /proc/self/limits /proc/self/mounts`` in a container ->
+    ({item: Limit}, /dev/shm size in bytes or None)."""
+    limits = model.parse_proc_limits(text)
+    shm = None
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[1] == '/dev/shm':
+            match = re.search(r'(?:^|,)size=(\d+)([kmg]?)(?:,|$)', fields[3])
+            if match:
+                shm = int(match.group(1)) * {'': 1, 'k': 1024, 'm': 1024 ** 2,
+                                             'g': 1024 ** 3}[match.group(2)]
+            elif fields[2] == 'tmpfs':
+                shm = None
+    return limits, shm
+
+
+def limits_result(limits, sources=None):
+    """{item: Limit} -> {item: {'soft', 'hard', 'human'[, 'source']}} for module results."""
+    result = OrderedDict()
+    for name, limit in limits.items():
+        entry = OrderedDict([('soft', limit.soft), ('hard', limit.hard),
+                             ('human', '%s:%s' % (model.format_human(name, limit.soft),
+                                                  model.format_human(name, limit.hard)))])
+        if sources and name in sources:
+            entry['source'] = sources[name]
+        result[name] = entry
+    return result

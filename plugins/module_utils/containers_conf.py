@@ -1,0 +1,480 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""containers.conf (Podman, Buildah; CRI-O's crio.conf has the same shape): just enough TOML.
+
+Plain Python (no Ansible import), runs on Python 3.8 targets.
+
+Not a TOML library: it finds tables and ``key = value`` entries (arrays may span lines and hold
+comments), reads string and array-of-string values, and edits one value in place. Every byte
+outside the values it edits is kept, so foreign lines, comments and formatting survive.
+
+* scan(text) -> Document with table headers and entries (offsets into the text);
+* Document.get(table, key) / read_strings() / read_string() read values, naming file:line:col
+  when a value is not what containers.conf allows;
+* set_values(text, table, {key: rendered value or None}) edits or inserts keys in a table
+  (created at the end when missing) and removes keys given None;
+* effective(root) reads the files Podman reads, in its order, and says which file set a key.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import json
+import os
+import re
+from collections import OrderedDict
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
+
+DROPIN = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
+TABLE = 'containers'
+ULIMITS_KEY = 'default_ulimits'
+SHM_KEY = 'shm_size'
+# What Podman (containers/common) reads for root, in order; a later file overrides a key.
+MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf')
+DROPIN_DIRS = ('/usr/share/containers/containers.conf.d', '/etc/containers/containers.conf.d')
+
+
+class TomlError(ValueError):
+    """A value or structure we cannot read; the message names file:line:column."""
+
+
+def line_col(text, pos):
+    line = text.count('\n', 0, pos) + 1
+    col = pos - (text.rfind('\n', 0, pos) + 1) + 1
+    return line, col
+
+
+def _place(path, text, pos):
+    return '%s:%d:%d' % ((path,) + line_col(text, pos))
+
+
+_HEADER_RE = re.compile(r'^[ \t]*(\[\[?)[ \t]*([^\]\n#]*?)[ \t]*(\]\]?)[ \t]*(?:#.*)?$')
+_KEY_RE = re.compile(r'^[ \t]*((?:[A-Za-z0-9_-]+|"[^"\n]*"|\'[^\'\n]*\')'
+                     r'(?:[ \t]*\.[ \t]*(?:[A-Za-z0-9_-]+|"[^"\n]*"|\'[^\'\n]*\'))*)[ \t]*=[ \t]*')
+
+
+def _dotted(text):
+    parts = re.findall(r'"[^"\n]*"|\'[^\'\n]*\'|[A-Za-z0-9_-]+', text)
+    return '.'.join(p[1:-1] if p[0] in '"\'' else p for p in parts)
+
+
+class Entry(object):
+    """One ``key = value``: table, key, and offsets (line start, value start/end, line end)."""
+
+    def __init__(self, table, key, start, value_start, value_end, end):
+        self.table = table
+        self.key = key
+        self.start = start
+        self.value_start = value_start
+        self.value_end = value_end
+        self.end = end
+
+
+class Header(object):
+    def __init__(self, table, start, end, array):
+        self.table = table
+        self.start = start
+        self.end = end
+        self.array = array
+
+
+class Document(object):
+    def __init__(self, text, path):
+        self.text = text
+        self.path = path
+        self.entries = []
+        self.headers = []
+
+    def get(self, table, key):
+        """The last Entry for table.key (TOML forbids duplicates; Podman would refuse them)."""
+        found = None
+        for entry in self.entries:
+            if entry.table == table and entry.key == key:
+                found = entry
+        return found
+
+    def header(self, table):
+        for header in self.headers:
+            if header.table == table and not header.array:
+                return header
+        return None
+
+    def place(self, pos):
+        return _place(self.path, self.text, pos)
+
+    def read_string(self, entry):
+        """A string value -> (string, offset)."""
+        value, end = _read_scalar_string(self.text, entry.value_start, self.path)
+        return value, entry.value_start
+
+    def read_strings(self, entry):
+        """An array of strings -> ([(string, offset)], append); append is Podman's
+        ``{append=true}`` marker (the list is added to the earlier files' list)."""
+        text = self.text
+        pos = entry.value_start
+        if text[pos:pos + 1] != '[':
+            raise TomlError('%s: %s must be an array of strings such as ["nofile=65536:65536"]'
+                            % (self.place(pos), entry.key))
+        pos += 1
+        items = []
+        append = False
+        expect_value = True
+        while True:
+            pos = _skip_blank(text, pos)
+            if pos >= len(text):
+                raise TomlError('%s: unterminated array' % self.place(entry.value_start))
+            char = text[pos]
+            if char == ']':
+                return items, append
+            if char == ',':
+                if expect_value:
+                    raise TomlError('%s: unexpected ","' % self.place(pos))
+                expect_value = True
+                pos += 1
+                continue
+            if not expect_value:
+                raise TomlError('%s: expected "," or "]"' % self.place(pos))
+            if char in '"\'':
+                value, end = _read_scalar_string(text, pos, self.path)
+                items.append((value, pos))
+                pos = end
+            elif char == '{':
+                end = _value_end(text, pos, self.path)
+                if re.search(r'\bappend\s*=\s*true\b', text[pos:end]):
+                    append = True
+                pos = end
+            else:
+                raise TomlError('%s: %s holds strings only, found %r'
+                                % (self.place(pos), entry.key, text[pos:pos + 20].split('\n')[0]))
+            expect_value = False
+
+
+def _skip_blank(text, pos):
+    """Skip whitespace, newlines and comments."""
+    while pos < len(text):
+        char = text[pos]
+        if char in ' \t\r\n':
+            pos += 1
+        elif char == '#':
+            end = text.find('\n', pos)
+            pos = len(text) if end == -1 else end
+        else:
+            break
+    return pos
+
+
+def _read_scalar_string(text, pos, path):
+    """A TOML string at ``pos`` -> (value, end offset). Basic, literal and multi-line forms."""
+    for quote in ('"""', "'''"):
+        if text.startswith(quote, pos):
+            end = text.find(quote, pos + 3)
+            if end == -1:
+                raise TomlError('%s: unterminated string' % _place(path, text, pos))
+            body = text[pos + 3:end]
+            if body.startswith('\n'):
+                body = body[1:]
+            if quote == '"""':
+                body = _unescape(body, path, text, pos)
+            return body, end + 3
+    if text.startswith("'", pos):
+        end = text.find("'", pos + 1)
+        newline = text.find('\n', pos + 1)
+        if end == -1 or (newline != -1 and newline < end):
+            raise TomlError('%s: unterminated string' % _place(path, text, pos))
+        return text[pos + 1:end], end + 1
+    if text.startswith('"', pos):
+        index = pos + 1
+        while index < len(text):
+            char = text[index]
+            if char == '\\':
+                index += 2
+                continue
+            if char == '\n':
+                break
+            if char == '"':
+                return _unescape(text[pos + 1:index], path, text, pos), index + 1
+            index += 1
+        raise TomlError('%s: unterminated string' % _place(path, text, pos))
+    raise TomlError('%s: expected a string' % _place(path, text, pos))
+
+
+def _unescape(body, path, text, pos):
+    if '\\' not in body:
+        return body
+    body = re.sub(r'\\U([0-9A-Fa-f]{8})', lambda m: chr(int(m.group(1), 16)), body)
+    try:
+        return json.loads('"%s"' % body.replace('\n', '\\n').replace('\t', '\\t'))
+    except ValueError:
+        raise TomlError('%s: invalid escape in string' % _place(path, text, pos))
+
+
+def _value_end(text, pos, path):
+    """End offset of the value starting at ``pos`` (arrays and inline tables may span lines)."""
+    depth = 0
+    start = pos
+    while pos < len(text):
+        char = text[pos]
+        if char in '"\'':
+            pos = _read_scalar_string(text, pos, path)[1]
+            if depth == 0:
+                return pos
+            continue
+        if char in '[{':
+            depth += 1
+        elif char in ']}':
+            depth -= 1
+            if depth == 0:
+                return pos + 1
+            if depth < 0:
+                raise TomlError('%s: unbalanced %r' % (_place(path, text, pos), char))
+        elif char == '#':
+            if depth == 0:
+                break
+            end = text.find('\n', pos)
+            pos = len(text) if end == -1 else end
+            continue
+        elif char == '\n' and depth == 0:
+            break
+        pos += 1
+    if depth:
+        raise TomlError('%s: unterminated array or inline table' % _place(path, text, start))
+    return len(text[:pos].rstrip(' \t\r')) if pos <= len(text) else pos
+
+
+def scan(text, path=DROPIN):
+    """Find table headers and entries. Lines that are neither are left alone (kept as they are);
+    only a value we need to read is checked."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise TomlError('%s: not UTF-8 text (byte %d)' % (path, exc.start))
+    doc = Document(text, path)
+    table = ''
+    pos = 0
+    length = len(text)
+    while pos < length:
+        eol = text.find('\n', pos)
+        eol = length if eol == -1 else eol
+        line = text[pos:eol]
+        header = _HEADER_RE.match(line)
+        if header and len(header.group(1)) == len(header.group(3)):
+            table = _dotted(header.group(2))
+            doc.headers.append(Header(table, pos, min(eol + 1, length), header.group(1) == '[['))
+            pos = eol + 1
+            continue
+        key = _KEY_RE.match(line)
+        if key:
+            full = _dotted(key.group(1))
+            if table:
+                full = table + '.' + full
+            entry_table, _dot, name = full.rpartition('.')
+            value_start = pos + key.end()
+            value_end = _value_end(text, value_start, path)
+            end = text.find('\n', value_end)
+            end = length if end == -1 else end + 1
+            doc.entries.append(Entry(entry_table, name, pos, value_start, value_end, end))
+            pos = end
+            continue
+        pos = eol + 1
+    return doc
+
+
+def render_strings(values):
+    """['nofile=1:2', ...] -> '["nofile=1:2", ...]' (TOML basic strings)."""
+    return '[%s]' % ', '.join(json.dumps(value) for value in values)
+
+
+def render_string(value):
+    return json.dumps(value)
+
+
+def set_values(text, table, values, path=DROPIN):
+    """Return ``text`` with ``values`` ({key: rendered TOML value, or None to remove the key})
+    set in ``table``. Existing values are replaced in place (key spelling, indentation and
+    trailing comments kept); new keys go right after the table header, which is appended at the
+    end when missing. Everything else is kept byte for byte."""
+    doc = scan(text, path)
+    edits = []          # (start, end, replacement)
+    missing = []
+    for key, rendered in values.items():
+        entry = doc.get(table, key)
+        if entry is None:
+            if rendered is not None:
+                missing.append('%s = %s\n' % (key, rendered))
+        elif rendered is None:
+            edits.append((entry.start, entry.end, ''))
+        elif doc.text[entry.value_start:entry.value_end] != rendered:
+            edits.append((entry.value_start, entry.value_end, rendered))
+    result = doc.text
+    if missing:
+        header = doc.header(table)
+        if header is not None:
+            insert_at = header.end
+            prefix = '' if result[:insert_at].endswith('\n') else '\n'
+            edits.append((insert_at, insert_at, prefix + ''.join(missing)))
+        else:
+            prefix = ''
+            if result and not result.endswith('\n'):
+                prefix = '\n'
+            if result.strip():
+                prefix += '\n'
+            edits.append((len(result), len(result), '%s[%s]\n%s' % (prefix, table,
+                                                                    ''.join(missing))))
+    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
+        result = result[:start] + replacement + result[end:]
+    return result
+
+
+def read_ulimits(doc, entry):
+    """The ``default_ulimits`` entry -> (OrderedDict {item: (Limit, offset)}, append). An
+    element the limit model refuses raises TomlError naming file:line:col."""
+    items, append = doc.read_strings(entry)
+    result = OrderedDict()
+    for value, pos in items:
+        try:
+            item, limit = model.from_ulimit_string(value, entry.key)
+        except model.LimitError as exc:
+            raise TomlError('%s: %s' % (doc.place(pos), exc))
+        result[item.name] = (limit, pos)
+    return result, append
+
+
+def read_shm(doc, entry):
+    value, pos = doc.read_string(entry)
+    try:
+        return model.parse_size(value, entry.key)
+    except model.LimitError as exc:
+        raise TomlError('%s: %s' % (doc.place(pos), exc))
+
+
+def format_shm_size(value):
+    """bytes -> a size string Podman reads (``8g``, ``512m``, ``65536k``, ``100b``)."""
+    for suffix, factor in (('t', 1024 ** 4), ('g', 1024 ** 3), ('m', 1024 ** 2), ('k', 1024)):
+        if value >= factor and value % factor == 0:
+            return '%d%s' % (value // factor, suffix)
+    return '%db' % value
+
+
+def config_files(root=''):
+    """The containers.conf files Podman reads for root, in order (existing ones only).
+
+    CONTAINERS_CONF, when set, replaces them all, as in Podman.
+    """
+    override = os.environ.get('CONTAINERS_CONF')
+    if override:
+        return [override] if os.path.isfile(root + override) else []
+    files = [path for path in MAIN_FILES if os.path.isfile(root + path)]
+    chosen = {}
+    for directory in DROPIN_DIRS:
+        for path in glob.glob(root + os.path.join(directory, '*.conf')):
+            chosen[os.path.basename(path)] = path[len(root):]
+    # Drop-ins are read by file name; /etc's file of the same name replaces /usr/share's.
+    return files + [chosen[name] for name in sorted(chosen)]
+
+
+def effective(root=''):
+    """What Podman will use: {'default_ulimits': {item: (Limit, 'file:line:col')},
+    'shm_size': (bytes, 'file:line:col') or None, 'files': [...], 'problems': [...]}.
+
+    A file that cannot be read is reported in problems (Podman itself would refuse it)."""
+    result = {'default_ulimits': OrderedDict(), 'shm_size': None, 'files': [], 'problems': []}
+    for path in config_files(root):
+        raw = read_bytes(root + path)
+        if raw is None:
+            continue
+        result['files'].append(path)
+        try:
+            doc = scan(raw, path)
+            entry = doc.get(TABLE, ULIMITS_KEY)
+            if entry is not None:
+                limits, append = read_ulimits(doc, entry)
+                if not append:
+                    result['default_ulimits'] = OrderedDict()
+                for name, (limit, pos) in limits.items():
+                    result['default_ulimits'][name] = (limit, doc.place(pos))
+            entry = doc.get(TABLE, SHM_KEY)
+            if entry is not None:
+                result['shm_size'] = (read_shm(doc, entry), doc.place(entry.value_start))
+        except TomlError as exc:
+            result['problems'].append(str(exc))
+    return result
+
+
+def current_ulimits(doc, requested=None, purge=False):
+    """The ``default_ulimits`` of our drop-in -> (OrderedDict {item: Limit}, append, warnings).
+
+    An element that cannot be read is an error naming file:line:col when it would be kept; when
+    the request replaces it (same item) or purge drops it, it becomes a warning."""
+    entry = doc.get(TABLE, ULIMITS_KEY)
+    result = OrderedDict()
+    warnings = []
+    if entry is None:
+        return result, False, warnings
+    items, append = doc.read_strings(entry)
+    for value, pos in items:
+        try:
+            item, limit = model.from_ulimit_string(value, ULIMITS_KEY)
+        except model.LimitError as exc:
+            match = re.match(r'^\s*([A-Za-z]+)', value)
+            name = match.group(1).lower() if match else None
+            if requested is None or (name not in requested and not purge):
+                raise TomlError('%s: %s' % (doc.place(pos), exc))
+            warnings.append('%s: replacing the unreadable entry %r (%s)'
+                            % (doc.place(pos), value, exc))
+            continue
+        result[item.name] = limit
+    return result, append, warnings
+
+
+def merge_ulimits(current, requested, purge=False):
+    """{item: Limit} in our drop-in's order: current entries updated in place, new ones at the
+    end, those not requested dropped when ``purge``."""
+    result = OrderedDict()
+    for name, limit in current.items():
+        if name in requested:
+            result[name] = requested[name]
+        elif not purge:
+            result[name] = limit
+    for name, limit in requested.items():
+        if name not in result:
+            result[name] = limit
+    return result
+
+
+def render_ulimits(limits, append=False):
+    values = [model.to_ulimit_string(name, limit) for name, limit in limits.items()]
+    rendered = render_strings(values)
+    if append:
+        rendered = rendered[:-1] + (', ' if values else '') + '{append=true}]'
+    return rendered
+
+
+def overriding_files(path, keys, root=''):
+    """[(file, key)] of config files Podman reads after ``path`` that set one of ``keys`` in
+    [containers] (they would replace what ``path`` sets)."""
+    files = config_files(root)
+    if path in files:
+        later = files[files.index(path) + 1:]
+    else:
+        later = [f for f in files if os.path.dirname(f) == os.path.dirname(path)
+                 and os.path.basename(f) > os.path.basename(path)]
+    found = []
+    for other in later:
+        raw = read_bytes(root + other)
+        if raw is None:
+            continue
+        try:
+            doc = scan(raw, other)
+        except TomlError:
+            continue
+        for key in keys:
+            entry = doc.get(TABLE, key)
+            if entry is not None:
+                found.append((doc.place(entry.start), key))
+    return found

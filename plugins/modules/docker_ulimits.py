@@ -1,0 +1,294 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: docker_ulimits
+short_description: Manage Docker's default-ulimits and default-shm-size in daemon.json
+version_added: 0.1.0
+description:
+  - Sets C(default-ulimits) (the limits every new container gets unless C(docker run --ulimit)
+    says otherwise) and, optionally, C(default-shm-size) in Docker's C(daemon.json).
+  - Without C(default-ulimits), containers inherit containerd's limits; with containerd 2.x that
+    is a soft C(nofile) of 1024. Docker's default C(/dev/shm) is 64 MB, on which PyTorch
+    DataLoader workers die with "Bus error ... out of shared memory".
+  - Merges into the existing file. Every other key (C(runtimes) such as nvidia, C(log-opts),
+    C(registry-mirrors), ...) keeps its value and its position; entries of C(default-ulimits)
+    for items not given are kept too unless O(purge=true). The file and its directory are created
+    when missing. The write is atomic and keeps the file's owner and mode.
+  - The file is rewritten (indent 2, trailing newline) only when its content changes; a file
+    that already means the requested values is left as it is, byte for byte.
+  - Refuses, leaving the file untouched, when the file is not valid JSON (the message names
+    line and column), when an existing C(default-ulimits) entry that would be kept cannot be
+    read (line and column), and when the docker unit's effective C(ExecStart) (including
+    drop-ins and variables from C(Environment=)/C(EnvironmentFile=)) already passes
+    C(--default-ulimit) or C(--default-shm-size) for a key this task writes (dockerd refuses to
+    start when an option is set both as a flag and in the file; the message names the unit file
+    and line).
+  - An unreadable existing entry for an item this task sets is replaced (with a warning).
+  - C(default-ulimits) and C(default-shm-size) take effect after a dockerd restart (not a
+    reload), and only for containers created afterwards. The module does not restart dockerd;
+    it returns RV(restart_required) so that a handler can, and RV(running_containers) so that
+    you know what a restart would stop (all running containers unless C(live-restore) is on).
+author:
+  - gpufleet.tuning contributors
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change, with the diff, and writes nothing.
+  diff_mode:
+    support: full
+    description: Shows daemon.json before and after.
+options:
+  ulimits:
+    description:
+      - Item -> value or C({soft, hard}) (or C({value})), in the forms every module of this
+        collection takes. A bare number uses limits.conf units (KiB for size items such as
+        C(memlock), minutes for C(cpu)); strings may carry units (C(64MiB), C(8G), C(90min));
+        C(unlimited)/C(infinity)/C(-1) mean unlimited.
+      - Written in Docker's units (bytes, seconds, counts; -1 for unlimited) as
+        C({"Name", "Soft", "Hard"}).
+      - A side left out is taken from the existing entry; with no existing entry both are needed.
+      - Only resource limits (rlimits) are accepted, not C(maxlogins), C(priority) or
+        C(nonewprivs).
+    type: dict
+  shm_size:
+    description:
+      - Default size of C(/dev/shm) for new containers, such as C(8G) or C(512MiB) (base 1024).
+      - Written as the shortest exact form (C(8G)); an existing value that means the same size
+        (C(8192M)) is kept as written.
+    type: str
+  purge:
+    description:
+      - Remove C(default-ulimits) entries for items not in O(ulimits) (and the key itself when
+        nothing is left). With O(ulimits={}) and O(purge=true) the key is removed.
+    type: bool
+    default: false
+  path:
+    description: Docker's daemon configuration file.
+    type: path
+    default: /etc/docker/daemon.json
+  unit:
+    description:
+      - The systemd unit that runs dockerd, whose C(ExecStart) is checked for conflicting flags.
+    type: str
+    default: docker.service
+  backup:
+    description: Keep a timestamped copy of the file when it changes.
+    type: bool
+    default: false
+notes:
+  - Restart dockerd afterwards (a handler on RV(restart_required)); C(systemctl reload docker)
+    does not apply C(default-ulimits).
+  - For Kubernetes nodes (containerd or CRI-O, no dockerd), see docs/containerd-kubernetes.md.
+seealso:
+  - module: gpufleet.tuning.docker_ulimits_info
+  - module: gpufleet.tuning.podman_ulimits
+'''
+
+EXAMPLES = r'''
+- name: Give new containers enough open files and a large /dev/shm
+  gpufleet.tuning.docker_ulimits:
+    ulimits:
+      nofile: {soft: 65536, hard: 65536}
+      memlock: unlimited
+      nproc: 65536
+    shm_size: 8G
+    backup: true
+  notify: Restart dockerd
+
+- name: Only ever these limits, nothing else in default-ulimits
+  gpufleet.tuning.docker_ulimits:
+    ulimits:
+      nofile: 65536
+    purge: true
+  notify: Restart dockerd
+
+# handlers:
+- name: Restart dockerd
+  ansible.builtin.systemd_service:
+    name: docker.service
+    state: restarted
+  listen: Restart dockerd
+'''
+
+RETURN = r'''
+path:
+  description: The daemon.json managed.
+  returned: always
+  type: str
+  sample: /etc/docker/daemon.json
+default_ulimits:
+  description: C(default-ulimits) as the file holds it after the task, in Docker's form.
+  returned: always
+  type: dict
+  sample: {"nofile": {"Name": "nofile", "Soft": 65536, "Hard": 65536}}
+default_shm_size:
+  description: C(default-shm-size) after the task, or null when not set.
+  returned: always
+  type: str
+  sample: 8G
+restart_required:
+  description: True when the file changed, so dockerd must be restarted for new containers
+    to get the values.
+  returned: always
+  type: bool
+running_containers:
+  description: What restarting dockerd would affect.
+  returned: always
+  type: dict
+  contains:
+    count:
+      description: Containers running now (null when dockerd could not be asked).
+      type: int
+      sample: 3
+    live_restore:
+      description: Whether live-restore is on (running containers survive a restart). Taken
+        from the running dockerd, or from daemon.json when dockerd could not be asked.
+      type: bool
+      sample: false
+backup_file:
+  description: The backup written when O(backup=true) and the file changed.
+  returned: when a backup was written
+  type: str
+  sample: /etc/docker/daemon.json.1234.2024-01-01@12:00:00~
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import (
+    FileError, write_atomic)
+
+
+def running_containers(module, config):
+    """{count, live_restore} from the docker CLI, falling back to daemon.json for live_restore."""
+    count = None
+    live_restore = None
+    docker = module.get_bin_path('docker')
+    if docker:
+        env = {'LANG': 'C', 'LC_ALL': 'C'}
+        rc, out, _err = module.run_command([docker, 'ps', '-q'], environ_update=env)
+        if rc == 0:
+            count = len([line for line in out.splitlines() if line.strip()])
+        rc, out, _err = module.run_command(
+            [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=env)
+        if rc == 0 and out.strip() in ('true', 'false'):
+            live_restore = out.strip() == 'true'
+    if live_restore is None:
+        live_restore = bool(config.get(dj.LIVE_RESTORE_KEY, False))
+    return {'count': count, 'live_restore': live_restore}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            ulimits=dict(type='dict'),
+            shm_size=dict(type='str'),
+            purge=dict(type='bool', default=False),
+            path=dict(type='path', default=dj.DAEMON_JSON),
+            unit=dict(type='str', default='docker.service'),
+            backup=dict(type='bool', default=False),
+        ),
+        required_one_of=[['ulimits', 'shm_size']],
+        supports_check_mode=True,
+    )
+    params = module.params
+    path = params['path']
+    result = dict(changed=False, path=path, restart_required=False)
+
+    # 1. The request, in kernel units.
+    try:
+        requested = model.parse_profile(params['ulimits'], 'ulimits') \
+            if params['ulimits'] is not None else None
+        shm_size = None
+        if params['shm_size'] is not None:
+            shm_size = model.parse_size(params['shm_size'], 'shm_size')
+            if shm_size <= 0:
+                raise model.LimitError('shm_size: must be larger than 0')
+    except model.LimitError as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    # 2. The file as it is.
+    try:
+        raw, data = dj.read(path)
+    except (dj.DaemonJsonError, FileError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    text = to_text(raw, errors='surrogate_or_strict') if raw is not None else ''
+
+    # 3. The plan.
+    current = {}
+    section = data.get(dj.ULIMITS_KEY)
+    try:
+        if section is not None and not isinstance(section, dict):
+            dj.read_ulimits(data, text, path)          # raises, naming line and column
+        for name, entry in (section or {}).items():
+            try:
+                item, limit = model.from_docker(name, entry)
+            except model.LimitError as exc:
+                place = dj.where(text, (dj.ULIMITS_KEY, name), path)
+                if requested is None or (name not in requested and not params['purge']):
+                    raise dj.DaemonJsonError('%s: %s' % (place, exc))
+                module.warn('%s: replacing the unreadable default-ulimits entry %r (%s)'
+                            % (place, name, exc))
+                continue
+            current[item.name] = limit
+        if requested is not None:
+            requested = dj.complete_limits(requested, current, 'ulimits')
+    except (dj.DaemonJsonError, model.LimitError) as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    new = dj.merge(data, requested, shm_size, params['purge'])
+
+    written = []
+    if requested is not None and new.get(dj.ULIMITS_KEY):
+        written.append(dj.ULIMITS_KEY)
+    if shm_size is not None:
+        written.append(dj.SHM_KEY)
+    conflicts = dj.unit_flag_conflicts(written, params['unit'])
+    if conflicts:
+        module.fail_json(msg=dj.conflict_message(conflicts, path), conflicts=[
+            {'key': key, 'flag': flag, 'source': source} for key, flag, source in conflicts],
+            **result)
+
+    changed = new != data
+    new_raw = dj.render(new) if changed else raw
+    result['default_ulimits'] = new.get(dj.ULIMITS_KEY, {})
+    result['default_shm_size'] = new.get(dj.SHM_KEY)
+    result['changed'] = changed
+    result['restart_required'] = changed
+    if module._diff:
+        result['diff'] = dict(
+            before_header=path, after_header=path, before=text,
+            after=to_text(new_raw, errors='surrogate_or_strict') if new_raw is not None else '')
+
+    # 4. Apply.
+    if changed and not module.check_mode:
+        try:
+            backup_file = write_atomic(path, new_raw, mode=0o644, backup=params['backup'])
+        except FileError as exc:
+            module.fail_json(msg=str(exc), **result)
+        if backup_file:
+            result['backup_file'] = backup_file
+
+    result['running_containers'] = running_containers(module, new)
+    if changed and result['running_containers']['count'] and \
+            not result['running_containers']['live_restore']:
+        module.warn('restarting dockerd to apply %s stops the %d running container(s); '
+                    'live-restore is off' % (os.path.basename(path),
+                                             result['running_containers']['count']))
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,226 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: docker_ulimits_info
+short_description: Report the limits Docker gives new containers, configured and live
+version_added: 0.1.0
+description:
+  - Reads C(default-ulimits), C(default-shm-size) and C(live-restore) from C(daemon.json), each
+    with its source (C(file:line:column)), and the C(--default-ulimit)/C(--default-shm-size)
+    flags the docker unit passes to dockerd (with the unit file and line).
+  - Reports the limits of the running containerd, which containers inherit when
+    C(default-ulimits) does not set an item.
+  - With O(image), starts a throw-away container (C(docker run --rm IMAGE cat /proc/self/limits
+    /proc/self/mounts)) and reports the limits and C(/dev/shm) size a new container really
+    gets. The image needs C(cat); a busybox image is enough.
+  - A daemon.json that cannot be read is reported in RV(problems), not as a failure.
+author:
+  - gpufleet.tuning contributors
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; the probe container (O(image)) also runs in check mode.
+  diff_mode:
+    support: none
+options:
+  path:
+    description: Docker's daemon configuration file.
+    type: path
+    default: /etc/docker/daemon.json
+  unit:
+    description: The systemd unit that runs dockerd.
+    type: str
+    default: docker.service
+  image:
+    description:
+      - An image (already present, or pullable) to start a probe container from. Without it no
+        container is started.
+    type: str
+  run_options:
+    description:
+      - Extra options for C(docker run), such as C(--network=none) or C(--ulimit nofile=1:2)
+        as separate list elements.
+    type: list
+    elements: str
+    default: []
+'''
+
+EXAMPLES = r'''
+- name: Read what new containers get
+  gpufleet.tuning.docker_ulimits_info:
+    image: busybox
+    run_options: [--network=none]
+  register: docker_limits
+
+- name: New containers must get 65536 open files
+  ansible.builtin.assert:
+    that:
+      - docker_limits.live.limits.nofile.soft == 65536
+      - docker_limits.live.shm_size >= 8 * 1024 * 1024 * 1024
+'''
+
+RETURN = r'''
+path:
+  description: The daemon.json read.
+  returned: always
+  type: str
+config:
+  description: What daemon.json sets.
+  returned: always
+  type: dict
+  contains:
+    exists:
+      description: Whether the file exists.
+      type: bool
+    default_ulimits:
+      description: Item -> soft, hard (kernel units; C(unlimited)), human and source
+        (C(file:line:column)).
+      type: dict
+      sample: {"nofile": {"soft": 65536, "hard": 65536, "human": "65536:65536",
+               "source": "/etc/docker/daemon.json:4:5"}}
+    shm_size:
+      description: C(default-shm-size) as written, in bytes, and its source; null when unset.
+      type: dict
+      sample: {"value": "8G", "bytes": 8589934592, "source": "/etc/docker/daemon.json:9:3"}
+    live_restore:
+      description: C(live-restore) from the file (false when unset).
+      type: bool
+unit_flags:
+  description: C(--default-ulimit)/C(--default-shm-size) passed to dockerd by the unit.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"key": "default-ulimits", "flag": "--default-ulimit", "value": "nofile=1024:2048",
+            "source": "/etc/systemd/system/docker.service.d/override.conf:3"}]
+containerd:
+  description: Limits of the running containerd (what containers inherit for items
+    C(default-ulimits) does not set); empty when containerd is not running.
+  returned: always
+  type: dict
+  sample: {"pid": 712, "limits": {"nofile": {"soft": 1024, "hard": 524288, "human": "1024:524288"}}}
+live:
+  description: What a new container got.
+  returned: when O(image) is given
+  type: dict
+  contains:
+    image:
+      description: The image used.
+      type: str
+    limits:
+      description: Item -> soft, hard, human, from the container's C(/proc/self/limits).
+      type: dict
+    shm_size:
+      description: Size of the container's C(/dev/shm) in bytes.
+      type: int
+      sample: 8589934592
+running_containers:
+  description: Containers running now and whether live-restore is on in the running dockerd.
+  returned: always
+  type: dict
+  sample: {"count": 2, "live_restore": false}
+problems:
+  description: Things that could not be read (a daemon.json that does not parse, ...).
+  returned: always
+  type: list
+  elements: str
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
+
+ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+
+
+def containerd_limits():
+    for pid in sorted((p for p in os.listdir('/proc') if p.isdigit()), key=int):
+        try:
+            with open('/proc/%s/comm' % pid) as handle:
+                comm = handle.read().strip()
+        except (IOError, OSError):
+            continue
+        if comm == 'containerd':
+            limits = host_limits.proc_limits(pid)
+            if limits:
+                return {'pid': int(pid), 'limits': dj.limits_result(limits)}
+    return {}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type='path', default=dj.DAEMON_JSON),
+            unit=dict(type='str', default='docker.service'),
+            image=dict(type='str'),
+            run_options=dict(type='list', elements='str', default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    path = module.params['path']
+    problems = []
+    config = {'exists': False, 'default_ulimits': {}, 'shm_size': None, 'live_restore': False}
+    data = {}
+    try:
+        raw, data = dj.read(path)
+        config['exists'] = raw is not None
+        text = to_text(raw, errors='surrogate_or_strict') if raw is not None else ''
+        config['live_restore'] = bool(data.get(dj.LIVE_RESTORE_KEY, False))
+        limits = dj.read_ulimits(data, text, path)
+        sources = dict((name, dj.where(text, (dj.ULIMITS_KEY, name), path)) for name in limits)
+        config['default_ulimits'] = dj.limits_result(limits, sources)
+        shm = dj.read_shm_size(data, text, path)
+        if shm is not None:
+            config['shm_size'] = {'value': data[dj.SHM_KEY], 'bytes': shm,
+                                  'source': dj.where(text, (dj.SHM_KEY,), path)}
+    except (dj.DaemonJsonError, FileError) as exc:
+        problems.append(str(exc))
+
+    result = dict(changed=False, path=path, config=config, problems=problems,
+                  unit_flags=dj.unit_flags(module.params['unit']),
+                  containerd=containerd_limits())
+
+    docker = module.get_bin_path('docker')
+    running = {'count': None, 'live_restore': config['live_restore']}
+    if docker:
+        rc, out, _err = module.run_command([docker, 'ps', '-q'], environ_update=ENV)
+        if rc == 0:
+            running['count'] = len([line for line in out.splitlines() if line.strip()])
+        rc, out, _err = module.run_command(
+            [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=ENV)
+        if rc == 0 and out.strip() in ('true', 'false'):
+            running['live_restore'] = out.strip() == 'true'
+    result['running_containers'] = running
+
+    image = module.params['image']
+    if image:
+        if not docker:
+            module.fail_json(msg='image: the docker command is not installed', **result)
+        command = [docker, 'run', '--rm'] + module.params['run_options'] + ['--', image] \
+            + dj.PROBE_COMMAND
+        rc, out, err = module.run_command(command, environ_update=ENV)
+        if rc != 0:
+            module.fail_json(msg='image: %s failed (rc %d): %s'
+                             % (' '.join(command), rc, (err or out).strip()), **result)
+        limits, shm = dj.parse_probe(out)
+        if not limits:
+            module.fail_json(msg='image: no /proc/self/limits in the output of %s: %s'
+                             % (' '.join(command), out.strip()[:500]), **result)
+        result['live'] = {'image': image, 'limits': dj.limits_result(limits), 'shm_size': shm}
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

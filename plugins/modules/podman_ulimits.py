@@ -1,0 +1,227 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: podman_ulimits
+short_description: Manage Podman's default_ulimits and shm_size in a containers.conf drop-in
+version_added: 0.1.0
+description:
+  - Sets C(default_ulimits = ["nofile=SOFT:HARD", ...]) and, optionally, C(shm_size) under
+    C([containers]) in a containers.conf drop-in, by default
+    C(/etc/containers/containers.conf.d/90-gpufleet-tuning.conf). Podman (and Buildah) read it
+    for every new container; no daemon needs a restart.
+  - Edits only those two values. Every other line of the file (other tables, other keys,
+    comments) is kept byte for byte; an existing value is replaced in place. Entries of
+    C(default_ulimits) for items not given are kept unless O(purge=true). The file and its
+    directory are created when missing; the write is atomic and keeps the file's owner and mode.
+  - Refuses, leaving the file untouched and naming C(file:line:column), when the value of
+    C(default_ulimits) or C(shm_size) in the file cannot be read, or an element that would be
+    kept is not C(NAME=SOFT:HARD) with a known item. An unreadable element for an item this task
+    sets is replaced (with a warning).
+  - A list in a later containers.conf file replaces this one (Podman does not merge lists unless
+    C({append=true}) is used); the module warns when a drop-in read after this one sets the same
+    key.
+author:
+  - gpufleet.tuning contributors
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change, with the diff, and writes nothing.
+  diff_mode:
+    support: full
+    description: Shows the drop-in before and after.
+options:
+  ulimits:
+    description:
+      - Item -> value or C({soft, hard}) (or C({value})), as for M(gpufleet.tuning.docker_ulimits):
+        bare numbers in limits.conf units (KiB for sizes), strings with units (C(64MiB)),
+        C(unlimited) for unlimited.
+      - Written as C(name=SOFT:HARD) in kernel units (bytes, seconds, counts; -1 for unlimited).
+      - A side left out is taken from the existing entry; with no existing entry both are needed.
+    type: dict
+  shm_size:
+    description:
+      - Size of C(/dev/shm) for new containers, such as C(8G) (base 1024). Written as C(8g).
+    type: str
+  purge:
+    description: Remove C(default_ulimits) entries for items not in O(ulimits).
+    type: bool
+    default: false
+  path:
+    description: The drop-in file to manage.
+    type: path
+    default: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
+  backup:
+    description: Keep a timestamped copy of the file when it changes.
+    type: bool
+    default: false
+notes:
+  - Applies to containers created afterwards; running containers keep their limits. Rootless
+    Podman also reads C(~/.config/containers/containers.conf), which overrides this file.
+  - CRI-O uses the same C(default_ulimits) syntax under C([crio.runtime]) in crio.conf; see
+    docs/containerd-kubernetes.md.
+seealso:
+  - module: gpufleet.tuning.podman_ulimits_info
+  - module: gpufleet.tuning.docker_ulimits
+'''
+
+EXAMPLES = r'''
+- name: Give new Podman containers enough open files and a large /dev/shm
+  gpufleet.tuning.podman_ulimits:
+    ulimits:
+      nofile: {soft: 65536, hard: 65536}
+      memlock: unlimited
+    shm_size: 8G
+'''
+
+RETURN = r'''
+path:
+  description: The drop-in managed.
+  returned: always
+  type: str
+  sample: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
+default_ulimits:
+  description: C(default_ulimits) of the drop-in after the task.
+  returned: always
+  type: list
+  elements: str
+  sample: ["nofile=65536:65536", "memlock=-1:-1"]
+shm_size:
+  description: C(shm_size) of the drop-in after the task, or null.
+  returned: always
+  type: str
+  sample: 8g
+restart_required:
+  description: Always false; Podman has no daemon and reads the file for each new container.
+  returned: always
+  type: bool
+running_containers:
+  description: Containers running now (they keep their old limits).
+  returned: always
+  type: dict
+  sample: {"count": 0, "live_restore": null}
+overridden_by:
+  description: Later configuration files that set the same keys (C(file:line:column)).
+  returned: always
+  type: list
+  elements: str
+backup_file:
+  description: The backup written when O(backup=true) and the file changed.
+  returned: when a backup was written
+  type: str
+'''
+
+from collections import OrderedDict
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import (
+    FileError, read_bytes, write_atomic)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            ulimits=dict(type='dict'),
+            shm_size=dict(type='str'),
+            purge=dict(type='bool', default=False),
+            path=dict(type='path', default=cc.DROPIN),
+            backup=dict(type='bool', default=False),
+        ),
+        required_one_of=[['ulimits', 'shm_size']],
+        supports_check_mode=True,
+    )
+    params = module.params
+    path = params['path']
+    result = dict(changed=False, path=path, restart_required=False, overridden_by=[])
+
+    try:
+        requested = model.parse_profile(params['ulimits'], 'ulimits') \
+            if params['ulimits'] is not None else None
+        shm_size = None
+        if params['shm_size'] is not None:
+            shm_size = model.parse_size(params['shm_size'], 'shm_size')
+            if shm_size <= 0:
+                raise model.LimitError('shm_size: must be larger than 0')
+    except model.LimitError as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    try:
+        raw = read_bytes(path)
+        doc = cc.scan(raw if raw is not None else b'', path)
+        values = OrderedDict()
+        current, append, warnings = cc.current_ulimits(doc, requested, params['purge'])
+        for warning in warnings:
+            module.warn(warning)
+        final = current
+        if requested is not None:
+            requested = dj.complete_limits(requested, current, 'ulimits')
+            final = cc.merge_ulimits(current, requested, params['purge'])
+            entry = doc.get(cc.TABLE, cc.ULIMITS_KEY)
+            if final != current or (entry is None and final) or warnings:
+                values[cc.ULIMITS_KEY] = cc.render_ulimits(final, append) if final else None
+        shm_entry = doc.get(cc.TABLE, cc.SHM_KEY)
+        current_shm = None
+        if shm_entry is not None:
+            try:
+                current_shm = cc.read_shm(doc, shm_entry)
+            except cc.TomlError as exc:
+                if shm_size is None:
+                    raise
+                module.warn('%s; replacing it' % exc)
+        if shm_size is not None and current_shm != shm_size:
+            values[cc.SHM_KEY] = cc.render_string(cc.format_shm_size(shm_size))
+        new_text = cc.set_values(doc.text, cc.TABLE, values, path) if values else doc.text
+    except (cc.TomlError, model.LimitError, FileError) as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    new_doc = cc.scan(new_text, path)
+    shm_entry = new_doc.get(cc.TABLE, cc.SHM_KEY)
+    result['default_ulimits'] = [model.to_ulimit_string(name, limit)
+                                 for name, limit in final.items()]
+    result['shm_size'] = new_doc.read_string(shm_entry)[0] if shm_entry is not None else None
+    changed = new_text != doc.text
+    result['changed'] = changed
+    if module._diff:
+        result['diff'] = dict(before_header=path, after_header=path, before=doc.text,
+                              after=new_text)
+    keys = [key for key, present in ((cc.ULIMITS_KEY, final), (cc.SHM_KEY, shm_entry))
+            if present]
+    for place, key in cc.overriding_files(path, keys):
+        result['overridden_by'].append(place)
+        module.warn('%s sets %s too and is read after %s, so it replaces this value'
+                    % (place, key, path))
+
+    if changed and not module.check_mode:
+        try:
+            backup_file = write_atomic(path, to_bytes(new_text, errors='surrogate_or_strict'),
+                                       mode=0o644, backup=params['backup'])
+        except FileError as exc:
+            module.fail_json(msg=str(exc), **result)
+        if backup_file:
+            result['backup_file'] = backup_file
+
+    count = None
+    podman = module.get_bin_path('podman')
+    if podman:
+        rc, out, _err = module.run_command([podman, 'ps', '-q'],
+                                           environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+        if rc == 0:
+            count = len([line for line in out.splitlines() if line.strip()])
+    result['running_containers'] = {'count': count, 'live_restore': None}
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

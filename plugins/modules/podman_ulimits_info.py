@@ -1,0 +1,148 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: podman_ulimits_info
+short_description: Report the limits Podman gives new containers, configured and live
+version_added: 0.1.0
+description:
+  - Reads C(default_ulimits) and C(shm_size) of C([containers]) from the containers.conf files
+    Podman reads as root, in its order (C(/usr/share/containers/containers.conf),
+    C(/etc/containers/containers.conf), then the C(containers.conf.d/*.conf) drop-ins by file
+    name; C(CONTAINERS_CONF) replaces them all), and reports the value that wins with its source
+    (C(file:line:column)).
+  - With O(image), starts a throw-away container (C(podman run --rm IMAGE cat /proc/self/limits
+    /proc/self/mounts)) and reports the limits and C(/dev/shm) size it really gets.
+  - Files that cannot be read are reported in RV(problems), not as a failure.
+author:
+  - gpufleet.tuning contributors
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; the probe container (O(image)) also runs in check mode.
+  diff_mode:
+    support: none
+options:
+  image:
+    description: An image to start a probe container from. Without it no container is started.
+    type: str
+  run_options:
+    description:
+      - Extra options for C(podman run), as separate list elements (C(--network=none),
+        C(--cgroup-manager=cgroupfs) goes into O(global_options)).
+    type: list
+    elements: str
+    default: []
+  global_options:
+    description: Options given to C(podman) before C(run), such as C(--storage-driver=vfs).
+    type: list
+    elements: str
+    default: []
+'''
+
+EXAMPLES = r'''
+- name: Read what new Podman containers get
+  gpufleet.tuning.podman_ulimits_info:
+    image: localhost/tiny
+    run_options: [--network=none]
+  register: podman_limits
+
+- name: New containers must get 65536 open files
+  ansible.builtin.assert:
+    that: podman_limits.live.limits.nofile.soft == 65536
+'''
+
+RETURN = r'''
+files:
+  description: The containers.conf files read, in order.
+  returned: always
+  type: list
+  elements: str
+config:
+  description: The values that win.
+  returned: always
+  type: dict
+  contains:
+    default_ulimits:
+      description: Item -> soft, hard (kernel units; C(unlimited)), human and source.
+      type: dict
+      sample: {"nofile": {"soft": 65536, "hard": 65536, "human": "65536:65536",
+               "source": "/etc/containers/containers.conf.d/90-gpufleet-tuning.conf:2:20"}}
+    shm_size:
+      description: C(shm_size) in bytes and its source; null when no file sets it.
+      type: dict
+      sample: {"bytes": 8589934592, "source": "/etc/containers/containers.conf.d/90-gpufleet-tuning.conf:3:12"}
+live:
+  description: What a new container got.
+  returned: when O(image) is given
+  type: dict
+  contains:
+    image:
+      description: The image used.
+      type: str
+    limits:
+      description: Item -> soft, hard, human, from the container's C(/proc/self/limits).
+      type: dict
+    shm_size:
+      description: Size of the container's C(/dev/shm) in bytes.
+      type: int
+problems:
+  description: Files or values that could not be read.
+  returned: always
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            image=dict(type='str'),
+            run_options=dict(type='list', elements='str', default=[]),
+            global_options=dict(type='list', elements='str', default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    found = cc.effective()
+    limits = dict((name, limit) for name, (limit, _src) in found['default_ulimits'].items())
+    sources = dict((name, src) for name, (_limit, src) in found['default_ulimits'].items())
+    config = {'default_ulimits': dj.limits_result(limits, sources), 'shm_size': None}
+    if found['shm_size'] is not None:
+        config['shm_size'] = {'bytes': found['shm_size'][0], 'source': found['shm_size'][1]}
+    result = dict(changed=False, files=found['files'], config=config,
+                  problems=found['problems'])
+
+    image = module.params['image']
+    if image:
+        podman = module.get_bin_path('podman')
+        if not podman:
+            module.fail_json(msg='image: the podman command is not installed', **result)
+        command = [podman] + module.params['global_options'] + ['run', '--rm'] \
+            + module.params['run_options'] + ['--', image] + dj.PROBE_COMMAND
+        rc, out, err = module.run_command(command, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+        if rc != 0:
+            module.fail_json(msg='image: %s failed (rc %d): %s'
+                             % (' '.join(command), rc, (err or out).strip()), **result)
+        live_limits, shm = dj.parse_probe(out)
+        if not live_limits:
+            module.fail_json(msg='image: no /proc/self/limits in the output of %s: %s'
+                             % (' '.join(command), out.strip()[:500]), **result)
+        result['live'] = {'image': image, 'limits': dj.limits_result(live_limits),
+                          'shm_size': shm}
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
