@@ -14,6 +14,7 @@ IMAGES ?= debian12 debian11
 # The image the Molecule scenarios run on (users with a registry: ubuntu2004, rockylinux9, ...).
 MOLECULE_DISTRO ?= debian12
 export MOLECULE_DISTRO
+export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
 .PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean

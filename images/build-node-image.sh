@@ -24,7 +24,9 @@ if [ "${FORCE:-0}" != 1 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 
 pkgs="systemd,systemd-sysv,dbus,libpam-systemd,python3,sudo,procps,passwd,login,util-linux"
-pkgs="$pkgs,ca-certificates,docker.io,iptables,busybox-static,podman"
+pkgs="$pkgs,ca-certificates,docker.io,iptables,busybox-static"
+# Installed in a second step: their maintainer scripts fail inside debootstrap's first pass.
+extra_pkgs="podman"
 
 case "$distro" in
   debian12) suite=bookworm; base_image=debian:12; family=debian ;;
@@ -67,6 +69,13 @@ work=$(mktemp -d /var/tmp/gpufleet-rootfs.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 debootstrap --variant=minbase --include="$pkgs" "$suite" "$work/rootfs" "$mirror" \
   >"$work/debootstrap.log" 2>&1 || { tail -n 40 "$work/debootstrap.log" >&2; exit 1; }
+cp /etc/resolv.conf "$work/rootfs/etc/resolv.conf"
+mount -t proc proc "$work/rootfs/proc"
+trap 'umount -l "$work/rootfs/proc" 2>/dev/null || true; rm -rf "$work"' EXIT
+chroot "$work/rootfs" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -q --no-install-recommends $extra_pkgs" >"$work/extra.log" 2>&1 \
+  || { tail -n 40 "$work/extra.log" >&2; exit 1; }
+umount -l "$work/rootfs/proc"
 "$here/finalize-rootfs.sh" "$work/rootfs"
 tar -C "$work/rootfs" -c . | docker import \
   -c 'ENV container=docker' -c 'CMD ["/lib/systemd/systemd"]' \
