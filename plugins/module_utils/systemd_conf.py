@@ -1,0 +1,694 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""systemd configuration files: a lossless parser and editor, and systemd's precedence.
+
+Plain Python (no Ansible import), runs on Python 3.8 targets. Every function that touches the
+file system takes ``root``, a prefix put in front of every absolute path (``''`` on a host, a
+temporary directory in unit tests); paths in results are always the host's paths.
+
+The parser follows systemd 252's ``config_parse()`` (src/shared/conf-parser.c):
+
+* lines end with ``\\n``; a line whose first non-blank character is ``#`` or ``;`` is a comment,
+  skipped even in the middle of a continuation;
+* a line ending in an unescaped backslash continues on the next line (the backslash becomes a
+  space);
+* ``[Section]`` starts a section; a header without the closing ``]`` is an error that makes
+  systemd abandon the rest of the file (and, for manager configuration, every later file);
+* ``Key=Value``: key and value stripped of blanks; an assignment outside a section or in a
+  section systemd does not know for that file is ignored.
+
+Every physical line is kept as it was: ``ConfFile.parse(text).render() == text`` for any text,
+and edits only touch the statements they change.
+
+Precedence (``systemd-system.conf(5)``, ``systemd.unit(5)``): the main file (or unit file) is read
+first, then ``*.conf`` drop-ins from /etc, /run, /usr/local/lib and /usr/lib, sorted by file name
+across the directories; a file in a directory earlier in that list masks the same name in a later
+one (a link to /dev/null masks it with nothing). The last valid assignment wins; an assignment
+systemd cannot parse (garbage, soft above hard) is ignored and the earlier value stays.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+
+WHITESPACE = ' \t\n\r'
+COMMENTS = '#;'
+BOM = u'\ufeff'
+
+SYSTEM = 'system'
+USER = 'user'
+MANAGER_SECTION = 'Manager'
+MANAGER_PREFIX = 'DefaultLimit'
+UNIT_PREFIX = 'Limit'
+DROPIN_NAME = '90-gpufleet-tuning.conf'
+
+# Where systemd 252 looks, most important first (CONF_PATHS and the unit search path, merged /usr).
+MANAGER_DIRS = ('/etc/systemd', '/run/systemd', '/usr/local/lib/systemd', '/usr/lib/systemd')
+UNIT_DIRS = ('/etc/systemd/system.control', '/run/systemd/system.control',
+             '/run/systemd/transient', '/run/systemd/generator.early', '/etc/systemd/system',
+             '/etc/systemd/system.attached', '/run/systemd/system',
+             '/run/systemd/system.attached', '/run/systemd/generator',
+             '/usr/local/lib/systemd/system', '/usr/lib/systemd/system',
+             '/run/systemd/generator.late')
+# Sections in which each unit type accepts Limit*= (systemd.exec(5)).
+UNIT_SECTIONS = {'service': 'Service', 'socket': 'Socket', 'mount': 'Mount', 'swap': 'Swap'}
+_UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9:_.\\@-]+\.(service|socket|mount|swap)$')
+
+HEADER = ('# Managed by gpufleet.tuning.systemd_limits. Lines the module does not own are kept.\n')
+
+
+class ConfError(ValueError):
+    """A request or a file the editor cannot handle; the message names the field or file:line."""
+
+
+# --- text --------------------------------------------------------------------------------------
+
+def decode_bytes(data):
+    """File bytes -> text that encodes back to the same bytes (invalid UTF-8 included)."""
+    return data.decode('utf-8', 'surrogateescape')
+
+
+def encode_text(text):
+    return text.encode('utf-8', 'surrogateescape')
+
+
+def _strip(text):
+    return text.strip(WHITESPACE)
+
+
+def _physical_lines(text):
+    """Split on \\n only, keeping the line ends (str.splitlines also splits on \\r, \\x0c...)."""
+    if not text:
+        return []
+    parts = text.split('\n')
+    lines = [part + '\n' for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _ends_escaped(text):
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == '\\':
+            escaped = True
+    return escaped
+
+
+class Statement(object):
+    """One logical line: physical lines [first, last] (0-based), what systemd makes of it.
+
+    kind: 'blank', 'comment', 'section', 'assignment', 'bad-section' (fatal for the file),
+    'no-equals', 'outside' (assignment before any section).
+    """
+
+    __slots__ = ('first', 'last', 'kind', 'section', 'key', 'value', 'text')
+
+    def __init__(self, first, last, kind, section=None, key=None, value=None, text=''):
+        self.first = first
+        self.last = last
+        self.kind = kind
+        self.section = section
+        self.key = key
+        self.value = value
+        self.text = text
+
+    @property
+    def line(self):
+        """1-based number of the first physical line, as systemd's messages count."""
+        return self.first + 1
+
+    def __repr__(self):
+        return 'Statement(%d-%d %s %r=%r in %r)' % (self.first, self.last, self.kind, self.key,
+                                                    self.value, self.section)
+
+
+class ConfFile(object):
+    """A parsed systemd configuration file that renders back to the same text."""
+
+    def __init__(self, lines, path=None):
+        self.lines = list(lines)
+        self.path = path
+        self.statements = []
+        self._parse()
+
+    @classmethod
+    def parse(cls, text, path=None):
+        return cls(_physical_lines(text or ''), path)
+
+    def render(self):
+        return ''.join(self.lines)
+
+    def _parse(self):
+        section = None
+        continuation = None     # (first line index, accumulated text)
+        for index, raw in enumerate(self.lines):
+            body = raw[:-1] if raw.endswith('\n') else raw
+            if body.endswith('\r'):
+                body = body[:-1]    # systemd's read_line() takes \r\n as one line end
+            if index == 0 and body.startswith(BOM):
+                body = body[len(BOM):]
+            stripped = _strip(body)
+            if stripped and stripped[0] in COMMENTS:
+                if continuation is None:
+                    self.statements.append(Statement(index, index, 'comment', section,
+                                                     text=stripped))
+                continue
+            if continuation is not None:
+                first, text = continuation
+                text = text + body
+            else:
+                first, text = index, body
+            if _ends_escaped(text):
+                continuation = (first, text[:-1] + ' ')
+                continue
+            continuation = None
+            statement, section = self._statement(first, index, text, section)
+            self.statements.append(statement)
+        if continuation is not None:
+            # systemd parses what it has at end of file.
+            first, text = continuation
+            statement, section = self._statement(first, len(self.lines) - 1, text, section)
+            self.statements.append(statement)
+
+    @staticmethod
+    def _statement(first, last, text, section):
+        line = _strip(text)
+        if not line:
+            return Statement(first, last, 'blank', section, text=line), section
+        if line[0] == '[':
+            if line[-1] != ']':
+                return Statement(first, last, 'bad-section', section, text=line), section
+            name = line[1:-1]
+            return Statement(first, last, 'section', name, text=line), name
+        if '=' not in line:
+            return Statement(first, last, 'no-equals', section, text=line), section
+        key, value = line.split('=', 1)
+        kind = 'assignment' if section is not None else 'outside'
+        return (Statement(first, last, kind, section, _strip(key), _strip(value), text=line),
+                section)
+
+    # -- queries --
+
+    def assignments(self, section=None, key=None):
+        """Assignments systemd reads, in order, stopping at a bad section header."""
+        result = []
+        for statement in self.statements:
+            if statement.kind == 'bad-section':
+                break
+            if statement.kind != 'assignment':
+                continue
+            if section is not None and statement.section != section:
+                continue
+            if key is not None and statement.key != key:
+                continue
+            result.append(statement)
+        return result
+
+    def bad_section(self):
+        for statement in self.statements:
+            if statement.kind == 'bad-section':
+                return statement
+        return None
+
+    def has_assignments(self):
+        return any(s.kind in ('assignment', 'outside', 'no-equals', 'bad-section')
+                   for s in self.statements)
+
+    # -- edits --
+
+    def _replace(self, first, last, new_lines):
+        self.lines[first:last + 1] = new_lines
+        self.statements = []
+        self._parse()
+
+    def set(self, section, key, value):
+        """Make the last ``key`` assignment of ``section`` read ``key=value``; add it if missing.
+        Returns True when the text changed."""
+        new_line = '%s=%s\n' % (key, value)
+        existing = self.assignments(section, key)
+        if existing:
+            last = existing[-1]
+            old = self.lines[last.first:last.last + 1]
+            if not old[-1].endswith('\n'):
+                new_line = new_line[:-1]
+            if old == [new_line]:
+                return False
+            self._replace(last.first, last.last, [new_line])
+            return True
+        bad = self.bad_section()
+        if bad is not None:
+            raise ConfError('%s:%d: invalid section header %r; systemd ignores the rest of the '
+                            'file, fix it first' % (self.path, bad.line, bad.text))
+        position = self._section_end(section)
+        if position is None:
+            prefix = []
+            if self.lines and not self.lines[-1].endswith('\n'):
+                self.lines[-1] += '\n'
+            if self.lines and _strip(self.lines[-1]):
+                prefix.append('\n')
+            position = len(self.lines)
+            insert = prefix + ['[%s]\n' % section, new_line]
+        else:
+            if position > 0 and not self.lines[position - 1].endswith('\n'):
+                self.lines[position - 1] += '\n'
+            insert = [new_line]
+        self.lines[position:position] = insert
+        self.statements = []
+        self._parse()
+        return True
+
+    def _section_end(self, section):
+        """Index after the last non-blank statement of the last ``section`` block, or None."""
+        end = None
+        current = None
+        for statement in self.statements:
+            if statement.kind == 'section':
+                current = statement.section
+                if current == section:
+                    end = statement.last + 1
+            elif current == section and statement.kind != 'blank':
+                end = statement.last + 1
+        return end
+
+    def unset(self, section, key):
+        """Remove every ``key`` assignment of ``section``. Returns True when the text changed."""
+        existing = self.assignments(section, key)
+        for statement in reversed(existing):
+            del self.lines[statement.first:statement.last + 1]
+        if existing:
+            self.statements = []
+            self._parse()
+        return bool(existing)
+
+
+# --- names and paths ---------------------------------------------------------------------
+
+def normalize_unit(name):
+    """``docker`` -> ``docker.service``; refuses names systemd would refuse or cannot limit."""
+    if not isinstance(name, str) or not name:
+        raise ConfError('unit: a unit name is required')
+    if '.' not in name.rsplit('@', 1)[-1] or name.endswith('@'):
+        name = name + '.service'
+    if '/' in name or not _UNIT_NAME_RE.match(name):
+        raise ConfError('unit: %r is not a unit name that takes Limit*= settings (service, '
+                        'socket, mount or swap)' % name)
+    return name
+
+
+def unit_section(unit):
+    return UNIT_SECTIONS[unit.rsplit('.', 1)[1]]
+
+
+def manager_main(scope):
+    return '/etc/systemd/%s.conf' % scope
+
+
+def dropin_path(scope=None, unit=None, name=DROPIN_NAME):
+    """The drop-in this collection manages for a manager scope or a unit."""
+    if unit:
+        return '/etc/systemd/system/%s.d/%s' % (normalize_unit(unit), name)
+    return '/etc/systemd/%s.conf.d/%s' % (scope, name)
+
+
+def _is_masked(real):
+    try:
+        return os.path.islink(real) and os.path.realpath(real) == '/dev/null'
+    except OSError:
+        return False
+
+
+def list_dropins(dirs, root=''):
+    """``*.conf`` files in ``dirs`` (most important first) as systemd picks them: one per file
+    name (the first directory wins), sorted by file name, masked ones left out.
+    Returns host paths."""
+    chosen = {}
+    for directory in dirs:
+        try:
+            names = os.listdir(root + directory)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith('.') or not name.endswith('.conf') or name in chosen:
+                continue
+            real = os.path.join(root + directory, name)
+            if _is_masked(real):
+                chosen[name] = None
+                continue
+            if not os.path.isfile(real):
+                continue
+            chosen[name] = directory + '/' + name
+    return [chosen[name] for name in sorted(chosen) if chosen[name] is not None]
+
+
+def manager_files(scope, root=''):
+    """(main file, [drop-ins]) for the system or user manager, host paths."""
+    if scope not in (SYSTEM, USER):
+        raise ConfError('scope: must be system or user, got %r' % (scope,))
+    dirs = ['%s/%s.conf.d' % (d, scope) for d in MANAGER_DIRS]
+    return manager_main(scope), list_dropins(dirs, root)
+
+
+def unit_names(unit):
+    """Names whose drop-in directories apply to ``unit``: the unit, its template, its type."""
+    names = [unit]
+    base, suffix = unit.rsplit('.', 1)
+    if '@' in base:
+        template = base.split('@', 1)[0] + '@.' + suffix
+        if template != unit:
+            names.append(template)
+    # foo-bar-baz.service also reads foo-bar-.service.d and foo-.service.d (v246+).
+    parts = base.split('@', 1)[0].split('-')
+    for count in range(len(parts) - 1, 0, -1):
+        names.append('-'.join(parts[:count]) + '-.' + suffix)
+    names.append(suffix)
+    return names
+
+
+def unit_files(unit, root=''):
+    """(fragment or None, [drop-ins]) for a unit, host paths."""
+    unit = normalize_unit(unit)
+    fragment = None
+    base, suffix = unit.rsplit('.', 1)
+    candidates = [unit]
+    if '@' in base and not base.endswith('@'):
+        candidates.append(base.split('@', 1)[0] + '@.' + suffix)
+    for name in candidates:
+        for directory in UNIT_DIRS:
+            path = '%s/%s' % (directory, name)
+            if os.path.isfile(root + path) or _is_masked(root + path):
+                fragment = path
+                break
+        if fragment:
+            break
+    if fragment and _is_masked(root + fragment):
+        fragment = None
+    dirs = []
+    for directory in UNIT_DIRS:
+        for name in unit_names(unit):
+            dirs.append('%s/%s.d' % (directory, name))
+    return fragment, list_dropins(dirs, root)
+
+
+def read_conf(path, root=''):
+    """ConfFile of a host path, or None when it does not exist. Raises ConfError."""
+    try:
+        with open(root + path, 'rb') as handle:
+            data = handle.read()
+    except (IOError, OSError) as exc:
+        if getattr(exc, 'errno', None) == 2:
+            return None
+        raise ConfError('%s: cannot read: %s' % (path, getattr(exc, 'strerror', None) or exc))
+    return ConfFile.parse(decode_bytes(data), path)
+
+
+# --- resolution ------------------------------------------------------------------------
+
+class Setting(object):
+    """The value systemd uses for one item and where it comes from."""
+
+    __slots__ = ('item', 'limit', 'path', 'line', 'text')
+
+    def __init__(self, item, limit, path, line, text):
+        self.item = item
+        self.limit = limit
+        self.path = path
+        self.line = line
+        self.text = text
+
+    def as_dict(self):
+        return {'soft': self.limit.soft, 'hard': self.limit.hard, 'source': self.path,
+                'line': self.line, 'value': self.text}
+
+
+class Resolution(object):
+    """What systemd makes of a set of files for one section and key prefix."""
+
+    def __init__(self):
+        self.settings = {}      # item name -> Setting (the winner)
+        self.history = {}       # item name -> [Setting] every valid assignment, in order
+        self.invalid = []       # {path, line, key, value, problem}
+        self.files = []         # host paths read, in order
+        self.skipped = []       # host paths systemd does not read because an earlier one failed
+
+    def configured(self):
+        """{item: {soft, hard, source, line, value}}: the systemd_limits_info report."""
+        return dict((name, s.as_dict()) for name, s in sorted(self.settings.items()))
+
+
+def resolve(files, section, prefix, root='', overlay=None, abort_chain=True):
+    """Resolve ``prefix`` + item keys in ``section`` over ``files`` (host paths, in reading order).
+
+    ``overlay`` maps host paths to text used instead of the file's content (a planned edit).
+    ``abort_chain``: an invalid section header stops the remaining files too (manager
+    configuration does that; unit drop-ins are read independently).
+    """
+    overlay = overlay or {}
+    result = Resolution()
+    stopped = False
+    for path in files:
+        if stopped:
+            result.skipped.append(path)
+            continue
+        if path in overlay:
+            text = overlay[path]
+            conf = None if text is None else ConfFile.parse(text, path)
+        else:
+            conf = read_conf(path, root)
+        if conf is None:
+            continue
+        result.files.append(path)
+        for statement in conf.statements:
+            if statement.kind == 'bad-section':
+                result.invalid.append({'path': path, 'line': statement.line, 'key': None,
+                                       'value': statement.text,
+                                       'problem': 'invalid section header: systemd ignores the '
+                                                  'rest of this file%s'
+                                                  % (' and every later file' if abort_chain
+                                                     else '')})
+                stopped = abort_chain
+                break
+            if statement.kind != 'assignment' or statement.section != section:
+                continue
+            if not statement.key.startswith(prefix):
+                continue
+            item = model.item_from_systemd_key(statement.key)
+            if item is None or model.systemd_key(item, prefix) != statement.key:
+                continue
+            try:
+                limit = model.from_systemd_config(item, statement.value,
+                                                  '%s:%d' % (path, statement.line))
+            except model.LimitError as exc:
+                result.invalid.append({'path': path, 'line': statement.line,
+                                       'key': statement.key, 'value': statement.value,
+                                       'problem': '%s; systemd ignores it' % exc})
+                continue
+            setting = Setting(item.name, limit, path, statement.line,
+                              '%s=%s' % (statement.key, statement.value))
+            result.settings[item.name] = setting
+            result.history.setdefault(item.name, []).append(setting)
+    return result
+
+
+def resolve_manager(scope, root='', overlay=None, extra=None):
+    """Resolution of DefaultLimit*= for the system or user manager.
+
+    ``extra``: a host path that should be read even if it does not exist yet (the drop-in a
+    plan is about to create), placed where systemd would sort it.
+    """
+    main, dropins = manager_files(scope, root)
+    dropins = _with_extra(dropins, extra, overlay)
+    return resolve([main] + dropins, MANAGER_SECTION, MANAGER_PREFIX, root, overlay)
+
+
+def resolve_unit(unit, root='', overlay=None, extra=None):
+    unit = normalize_unit(unit)
+    fragment, dropins = unit_files(unit, root)
+    dropins = _with_extra(dropins, extra, overlay)
+    files = ([fragment] if fragment else []) + dropins
+    return resolve(files, unit_section(unit), UNIT_PREFIX, root, overlay, abort_chain=False)
+
+
+def _with_extra(dropins, extra, overlay):
+    if not extra or extra in dropins:
+        return dropins
+    if overlay is not None and overlay.get(extra) is None:
+        return dropins
+    name = os.path.basename(extra)
+    if any(os.path.basename(p) == name for p in dropins):
+        # A same-named file elsewhere: /etc (where ours lives) masks it.
+        dropins = [p for p in dropins if os.path.basename(p) != name]
+    return sorted(dropins + [extra], key=os.path.basename)
+
+
+# --- planning an edit --------------------------------------------------------------------
+
+def plan_edit(text, section, prefix, limits, state, path=None):
+    """New text of a drop-in: ``limits`` {item: Limit} (or, for absent, item names or None
+    for every Limit key) applied to ``text`` (None: no file). Returns the new text, or None when
+    the file should be removed (absent and no assignments left)."""
+    conf = ConfFile.parse(text or '', path)
+    if state == 'present':
+        if not text:
+            conf = ConfFile.parse(HEADER + '[%s]\n' % section, path)
+        for name in sorted(limits):
+            item = model.ITEMS[name]
+            key = model.systemd_key(item, prefix)
+            existing = conf.assignments(section, key)
+            if existing:
+                try:
+                    current = model.from_systemd_config(item, existing[-1].value)
+                except model.LimitError:
+                    current = None
+                if current == limits[name]:
+                    continue
+            conf.set(section, key, model.to_systemd(item, limits[name]))
+        return conf.render()
+    names = limits if limits is not None else model.RLIMIT_ITEMS
+    for name in sorted(names):
+        conf.unset(section, model.systemd_key(model.ITEMS[name], prefix))
+    if text is not None and not conf.has_assignments():
+        return None
+    return conf.render()
+
+
+# --- what the running systemd says -------------------------------------------------------
+
+def show_properties(items, prefix):
+    """``-p`` arguments for ``systemctl show`` covering ``items``."""
+    props = []
+    for name in items:
+        key = model.systemd_key(model.ITEMS[name], prefix)
+        props.extend([key, key + 'Soft'])
+    return props
+
+
+def parse_show(text):
+    """``systemctl show`` output -> {property: value}."""
+    result = {}
+    for line in (text or '').splitlines():
+        if '=' in line:
+            key, value = line.split('=', 1)
+            result[key] = value
+    return result
+
+
+def live_limits(props, prefix, items=None):
+    """{item: Limit} from parsed ``systemctl show`` properties (hard = X, soft = XSoft)."""
+    result = {}
+    for name in (items or model.RLIMIT_ITEMS):
+        key = model.systemd_key(model.ITEMS[name], prefix)
+        if key in props and key + 'Soft' in props:
+            try:
+                result[name] = model.Limit(model.from_systemd_show(name, props[key + 'Soft']),
+                                           model.from_systemd_show(name, props[key]))
+            except ValueError:
+                continue
+    return result
+
+
+def limits_dict(limits):
+    return dict((name, limit.as_dict()) for name, limit in sorted(limits.items()))
+
+
+# --- reading the running systemd (``run`` is module.run_command or subprocess) ------------------
+
+_LIVE_ENV = {'LANG': 'C', 'LC_ALL': 'C', 'SYSTEMD_PAGER': '', 'SYSTEMD_COLORS': '0'}
+
+
+def live_env():
+    return dict(_LIVE_ENV)
+
+
+def systemd_running(root=''):
+    """sd_booted(): systemd is PID 1."""
+    return os.path.isdir(root + '/run/systemd/system')
+
+
+def manager_live(run, scope=SYSTEM, user=None):
+    """({item: Limit}, error) of the running system manager or ``user``'s user manager."""
+    args = ['systemctl']
+    if scope == USER:
+        if not user:
+            return None, 'no user given'
+        args += ['--user', '--machine=%s@.host' % user]
+    args += ['show', '--property=' + ','.join(show_properties(model.RLIMIT_ITEMS,
+                                                                MANAGER_PREFIX))]
+    rc, out, err = run(args)
+    if rc != 0:
+        return None, (err or out or 'systemctl failed with %s' % rc).strip()
+    return live_limits(parse_show(out), MANAGER_PREFIX), None
+
+
+def running_user_managers(run):
+    """[(unit, uid)] of running ``user@UID.service`` units."""
+    rc, out, _err = run(['systemctl', 'list-units', '--type=service', '--state=running',
+                         '--plain', '--no-legend', '--no-pager', 'user@*.service'])
+    if rc != 0:
+        return []
+    result = []
+    for line in out.splitlines():
+        fields = line.split()
+        match = re.match(r'^user@(\d+)\.service$', fields[0]) if fields else None
+        if match:
+            result.append((fields[0], int(match.group(1))))
+    return result
+
+
+UNIT_STATE_PROPS = ('LoadState', 'ActiveState', 'SubState', 'MainPID', 'NeedDaemonReload',
+                    'FragmentPath', 'DropInPaths')
+
+
+def unit_live(run, unit, root=''):
+    """What systemd has loaded for ``unit`` and what its main process runs with."""
+    unit = normalize_unit(unit)
+    props = list(UNIT_STATE_PROPS) + show_properties(model.RLIMIT_ITEMS, UNIT_PREFIX)
+    rc, out, err = run(['systemctl', 'show', '--property=' + ','.join(props), unit])
+    if rc != 0:
+        return {'error': (err or out or 'systemctl failed with %s' % rc).strip()}
+    values = parse_show(out)
+    state = {
+        'load_state': values.get('LoadState'),
+        'active_state': values.get('ActiveState'),
+        'sub_state': values.get('SubState'),
+        'need_daemon_reload': values.get('NeedDaemonReload') == 'yes',
+        'fragment_path': values.get('FragmentPath') or None,
+        'dropin_paths': (values.get('DropInPaths') or '').split(),
+        'limits': live_limits(values, UNIT_PREFIX),
+        'main_pid': None,
+        'process': None,
+    }
+    try:
+        pid = int(values.get('MainPID') or 0)
+    except ValueError:
+        pid = 0
+    if pid > 0:
+        state['main_pid'] = pid
+        state['process'] = _proc_limits(pid, root)
+    return state
+
+
+def _proc_limits(pid, root=''):
+    try:
+        with open('%s/proc/%d/limits' % (root, pid)) as handle:
+            return model.parse_proc_limits(handle.read())
+    except (IOError, OSError):
+        return None
+
+
+def is_active(state):
+    return bool(state) and state.get('active_state') in ('active', 'activating', 'reloading')
+
+
+def differing(expected, actual):
+    """Item names whose Limit in ``expected`` differs from ``actual`` (a missing one differs)."""
+    actual = actual or {}
+    return sorted(name for name, limit in expected.items() if actual.get(name) != limit)
