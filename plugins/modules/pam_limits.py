@@ -35,7 +35,7 @@ description:
     or C(8G) (base 1024); a bare number is in limits.conf units, KiB. C(cpu) accepts durations
     such as C(90min); a bare number is minutes.
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 options:
   limits:
     description:
@@ -114,13 +114,8 @@ options:
     description: The drop-in directory, read for conflicts.
     type: path
     default: /etc/security/limits.d
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
 notes:
   - pam_limits applies only to sessions whose PAM stack calls it (Debian and Ubuntu list
     C(session required pam_limits.so) per service, RHEL in system-auth and password-auth).

@@ -26,7 +26,7 @@ description:
     uid ranges and gid forms do. Elsewhere they apply, as in upstream's code. O(root_wildcards)
     overrides the detection.
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 options:
   user:
     description: Resolve the effective limits of this user (must exist on the host).
@@ -46,14 +46,8 @@ options:
     type: str
     choices: [auto, 'true', 'false']
     default: auto
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; runs in check mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes.INFO
 seealso:
   - module: gpufleet.tuning.pam_limits
 '''

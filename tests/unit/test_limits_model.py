@@ -158,14 +158,15 @@ def test_docker_and_podman():
         m.from_ulimit_string('nofile')
 
 
-PROC = """Limit                     Soft Limit           Hard Limit           Units     
-Max cpu time              unlimited            unlimited            seconds   
-Max stack size            8388608              unlimited            bytes     
-Max processes             96362                96362                processes 
-Max open files            1024                 20000                files     
-Max locked memory         8388608              8388608              bytes     
-Max nice priority         0                    0                    
-"""
+PROC = "\n".join([
+    'Limit                     Soft Limit           Hard Limit           Units     ',
+    'Max cpu time              unlimited            unlimited            seconds   ',
+    'Max stack size            8388608              unlimited            bytes     ',
+    'Max processes             96362                96362                processes ',
+    'Max open files            1024                 20000                files     ',
+    'Max locked memory         8388608              8388608              bytes     ',
+    'Max nice priority         0                    0                    ',
+    ""])
 
 
 def test_proc_limits():

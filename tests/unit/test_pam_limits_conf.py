@@ -240,8 +240,8 @@ def test_conflicts_and_overrides():
                         '/d/95-later.conf')]
     conflicts, overrides = plan.find_conflicts(
         entries({'domain': '*', 'item': 'nofile', 'value': 65536}), files, target)
-    assert [(c['path'], c['line'], c['sides']) for c in conflicts] == [('/d/95-later.conf', 1,
-                                                                         ['hard'])]
+    found = [(c['path'], c['line'], c['sides']) for c in conflicts]
+    assert found == [('/d/95-later.conf', 1, ['hard'])]
     assert sorted((o['path'], o['line']) for o in overrides) == [('/d/95-later.conf', 3),
                                                                  ('/limits.conf', 2)]
 

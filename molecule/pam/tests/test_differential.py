@@ -60,7 +60,7 @@ def generate(case, pid1):
         lines = files[path]
         if rng.random() < 0.5:
             lines.append('# case %d %s' % (case, path))
-        for _ in range(rng.randint(0, 7)):
+        for _n in range(rng.randint(0, 7)):
             item = rng.choice(ITEMS)
             sep = rng.choice([' ', '\t', '   '])
             lines.append(sep.join([rng.choice(DOMAINS), rng.choice(TYPES), item,

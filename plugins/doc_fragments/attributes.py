@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    """Shared ``attributes:`` documentation for gpufleet.tuning modules."""
+
+    # Modules that change files: full check mode and diff mode.
+    DOCUMENTATION = r'''
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+'''
+
+    # Read-only _info modules.
+    INFO = r'''
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Read-only; never changes the target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+'''
