@@ -1,0 +1,75 @@
+"""The venv with torch exists, and the DataLoader check proved the limits reach training."""
+import json
+import os
+
+import pytest
+
+ROOT = os.environ.get('MOLECULE_PROJECT_DIRECTORY',
+                      os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
+RESULTS = os.path.join(ROOT, 'build', 'molecule', 'pytorch', 'results')
+PYTHON = '/opt/gpufleet/pytorch/bin/python'
+USER = 'gpufleet-check'
+TUNED = 16384
+
+
+@pytest.fixture(scope='module')
+def results(host):
+    name = host.check_output('hostname')
+    paths = [os.path.join(RESULTS, f) for f in os.listdir(RESULTS) if f.endswith('.json')]
+    assert paths, 'no results fetched to %s' % RESULTS
+    with open(sorted(paths, key=os.path.getmtime)[-1]) as handle:
+        data = json.load(handle)
+    assert data['contexts']['login']['host'] == name
+    return data
+
+
+def test_torch_in_the_venv(host):
+    out = host.check_output('%s -W ignore -c "import torch, numpy; print(torch.__version__)"', PYTHON)
+    assert out.startswith('2.13.0')
+
+
+def test_pip_used_no_index(host):
+    # The wheelhouse on the node is what pip installed from.
+    assert host.file('/var/cache/gpufleet/wheelhouse').is_directory
+    assert any(name.startswith('torch-2.13.0') for name in
+               host.file('/var/cache/gpufleet/wheelhouse').listdir())
+
+
+def test_canary_ran_out_of_descriptors(results):
+    canary = results['canary']
+    assert canary['failed'] is True
+    assert canary['fd_exhausted'] is True
+    assert canary['nofile_soft'] == 1024
+    assert 'Too many open files' in canary['error'] or 'ancdata' in canary['error']
+
+
+@pytest.mark.parametrize('context', ['login', 'service'])
+def test_tuned_contexts_pass_with_the_tuned_limit(results, context):
+    run = results['contexts'][context]
+    assert run['ok'] is True, run['error']
+    assert run['nofile_soft'] == TUNED and run['nofile_hard'] == TUNED
+    assert run['uid'] != 0
+    assert run['samples'] == 12 and run['samples_per_s'] > 0
+    # The workload really needed more descriptors than the canary's 1024.
+    assert run['peak_fds'] > 1024
+    assert run['sharing_strategy'] == 'file_descriptor'
+
+
+def test_overall_verdict(results):
+    assert results['ok'] is True and results['problems'] == []
+    assert results['summary'].count('\n') == 0
+
+
+@pytest.mark.parametrize('command', [
+    "runuser -l {user} -c 'ulimit -Sn; ulimit -Hn'",
+    'systemd-run --wait --pipe --quiet --collect -p User={user} /bin/sh -c "ulimit -Sn; ulimit -Hn"',
+])
+def test_the_oracle_agrees(host, command):
+    # What the check reported is what a plain login session and a plain service get.
+    out = host.check_output(command.format(user=USER)).split()
+    assert out == [str(TUNED), str(TUNED)]
+
+
+def test_no_shared_memory_left_by_the_check_user(host):
+    out = host.run("find /dev/shm -maxdepth 1 -name 'torch_*' -user %s" % USER)
+    assert out.stdout.strip() == ''

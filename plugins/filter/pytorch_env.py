@@ -1,0 +1,339 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions of the pytorch_env and dataloader_check roles, as plain functions.
+
+pytorch_env: which installer (URL, sha256) for a provider, version and architecture; which conda
+channels and which of them need Anaconda's Terms of Service; which PyTorch wheel index for an
+NVIDIA driver version; the pip arguments for an index or an offline wheelhouse.
+
+dataloader_check: turn the smoke test's output into a result record, and the records of all
+contexts plus the canary into the ``dataloader_check_results`` fact with a one-line summary and
+the list of problems that fail the play.
+
+Everything here is plain Python (the Ansible import is optional) so tests/unit can test it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+try:
+    from ansible.errors import AnsibleFilterError as _Error
+except ImportError:  # pragma: no cover - plain Python use
+    _Error = ValueError
+
+PROVIDERS = ('miniforge', 'miniconda', 'venv')
+CONDA_PROVIDERS = ('miniforge', 'miniconda')
+
+# uname -m / ansible_architecture spellings -> the spelling in installer file names.
+_ARCH_ALIASES = {
+    'x86_64': 'x86_64', 'amd64': 'x86_64', 'x64': 'x86_64',
+    'aarch64': 'aarch64', 'arm64': 'aarch64',
+    'ppc64le': 'ppc64le', 's390x': 's390x',
+}
+
+# Anaconda's channels behind the Terms of Service (repo.anaconda.com); conda-forge is not.
+_ANACONDA_CHANNELS = {
+    'main': 'https://repo.anaconda.com/pkgs/main',
+    'r': 'https://repo.anaconda.com/pkgs/r',
+    'msys2': 'https://repo.anaconda.com/pkgs/msys2',
+}
+_DEFAULT_CHANNELS = {
+    'miniforge': ['conda-forge'],
+    'miniconda': [_ANACONDA_CHANNELS['main'], _ANACONDA_CHANNELS['r']],
+}
+
+_SHA256 = re.compile(r'^[0-9a-f]{64}$')
+_DRIVER = re.compile(r'^\d+(\.\d+){0,2}$')
+
+
+def _fail(message):
+    raise _Error(message)
+
+
+def _check_provider(provider, allowed=PROVIDERS):
+    if provider not in allowed:
+        _fail('pytorch_env_provider must be one of %s, not %r' % (', '.join(allowed), provider))
+
+
+def pytorch_env_arch(machine):
+    """Normalise an architecture name (ansible_architecture, uname -m) for installer names."""
+    arch = _ARCH_ALIASES.get(str(machine).strip().lower())
+    if arch is None:
+        _fail('no conda installer for architecture %r (known: %s)'
+              % (machine, ', '.join(sorted(set(_ARCH_ALIASES.values())))))
+    return arch
+
+
+def pytorch_env_installer(provider, machine, installers, version='', url_pattern='', sha256=''):
+    """The installer to download for a conda provider on an architecture.
+
+    installers: {provider: {version, url, sha256: {version: {arch: sha256}}}} (role defaults).
+    version, url_pattern: overrides ('' keeps the default). sha256: an override, either one
+    string (for this host's architecture) or {arch: sha256}; without it the sha256 comes from the
+    table for the chosen version, and a missing entry is an error: never install unverified.
+    Returns {provider, version, arch, url, filename, sha256}.
+    """
+    _check_provider(provider, CONDA_PROVIDERS)
+    arch = pytorch_env_arch(machine)
+    spec = (installers or {}).get(provider) or {}
+    version = str(version or spec.get('version') or '')
+    if not version:
+        _fail('no installer version for %s: set pytorch_env_installer_version' % provider)
+    pattern = url_pattern or spec.get('url') or ''
+    if '{version}' not in pattern or '{arch}' not in pattern:
+        _fail('installer URL pattern %r must contain {version} and {arch}' % pattern)
+    url = pattern.replace('{version}', version).replace('{arch}', arch)
+    if isinstance(sha256, dict):
+        checksum = sha256.get(arch, '')
+    else:
+        checksum = sha256 or ''
+    if not checksum:
+        checksum = ((spec.get('sha256') or {}).get(version) or {}).get(arch, '')
+    checksum = str(checksum).strip().lower()
+    if not checksum:
+        _fail('no sha256 known for %s %s on %s: set pytorch_env_installer_sha256 to the value '
+              'published with the release' % (provider, version, arch))
+    if not _SHA256.match(checksum):
+        _fail('%r is not a sha256 (64 hex digits)' % checksum)
+    return {
+        'provider': provider,
+        'version': version,
+        'arch': arch,
+        'url': url,
+        'filename': url.rstrip('/').rsplit('/', 1)[-1],
+        'sha256': checksum,
+    }
+
+
+def pytorch_env_conda_channels(provider, channels=None):
+    """The explicit channel list for a conda provider (channels: an override, [] keeps defaults).
+
+    Miniconda's implicit 'defaults' is spelled out as its URLs so that .condarc, ToS acceptance and
+    `conda create --override-channels` all name the same channels.
+    """
+    _check_provider(provider, CONDA_PROVIDERS)
+    chosen = list(channels) if channels else list(_DEFAULT_CHANNELS[provider])
+    result = []
+    for channel in chosen:
+        channel = str(channel).strip().rstrip('/')
+        if channel == 'defaults':
+            expanded = [_ANACONDA_CHANNELS['main'], _ANACONDA_CHANNELS['r']]
+        elif channel in _ANACONDA_CHANNELS:
+            expanded = [_ANACONDA_CHANNELS[channel]]
+        else:
+            expanded = [channel]
+        for item in expanded:
+            if item and item not in result:
+                result.append(item)
+    if not result:
+        _fail('no conda channels for %s' % provider)
+    return result
+
+
+def pytorch_env_tos_channels(channels):
+    """The channels among `channels` whose use needs Anaconda's Terms of Service accepted."""
+    gated = []
+    for channel in channels or []:
+        url = str(channel).strip().rstrip('/')
+        url = _ANACONDA_CHANNELS.get(url, url)
+        if re.match(r'^https?://(repo|conda)\.anaconda\.(com|org)/pkgs/', url) and url not in gated:
+            gated.append(url)
+    return gated
+
+
+def pytorch_env_nvidia_driver(output):
+    """The driver version from `nvidia-smi --query-gpu=driver_version --format=csv,noheader`.
+
+    '' when there is no usable line (no GPU, no driver, an error message instead of a version).
+    Every GPU of a host runs the same driver; the first line is taken.
+    """
+    for line in str(output or '').splitlines():
+        line = line.strip()
+        if _DRIVER.match(line):
+            return line
+    return ''
+
+
+def _version_tuple(text):
+    return tuple(int(part) for part in str(text).split('.') if part.isdigit())
+
+
+def pytorch_env_cuda_variant(driver_version, variants, override=''):
+    """The PyTorch wheel variant ('cu128', 'cpu', ...) for an NVIDIA driver version.
+
+    variants: [{name, min_driver}] - the CUDA builds published for the torch version, each with
+    the oldest Linux driver its CUDA toolkit supports. The newest variant the driver supports
+    wins; no driver ('' : no nvidia-smi) means 'cpu'; a driver older than every variant is an
+    error (a CPU build would silently ignore the GPUs). override wins when set.
+    """
+    if override:
+        return str(override)
+    driver = str(driver_version or '').strip()
+    if not driver:
+        return 'cpu'
+    if not _DRIVER.match(driver):
+        _fail('%r is not an NVIDIA driver version' % driver)
+    have = _version_tuple(driver)
+    ordered = sorted(variants or [], key=lambda item: _version_tuple(item['min_driver']),
+                     reverse=True)
+    for item in ordered:
+        if have >= _version_tuple(item['min_driver']):
+            return str(item['name'])
+    _fail('NVIDIA driver %s is older than every CUDA variant in pytorch_env_cuda_variants (%s); '
+          'upgrade the driver or set pytorch_env_torch_variant'
+          % (driver, ', '.join('%s>=%s' % (i['name'], i['min_driver']) for i in ordered)))
+    return 'cpu'  # pragma: no cover
+
+
+def pytorch_env_torch_index(variant, base='https://download.pytorch.org/whl', override=''):
+    """The pip index URL for a wheel variant (override: a full URL, e.g. an internal mirror)."""
+    if override:
+        return str(override).rstrip('/')
+    if not re.match(r'^(cpu|cu\d+|rocm[\d.]+|xpu)$', str(variant)):
+        _fail('%r is not a PyTorch wheel variant (cpu, cu128, rocm6.4, ...)' % variant)
+    return '%s/%s' % (str(base).rstrip('/'), variant)
+
+
+def pytorch_env_pip_args(index_url='', wheelhouse=''):
+    """extra_args for pip: offline from a wheelhouse (no index at all) or from one index."""
+    if wheelhouse:
+        return '--no-index --find-links %s' % wheelhouse
+    if index_url:
+        return '--index-url %s' % index_url
+    return ''
+
+
+# ---------------------------------------------------------------------------------------------
+# dataloader_check
+
+_RESULT_DEFAULTS = {
+    'ok': False, 'error': '', 'fd_exhausted': False, 'samples_per_s': 0.0, 'peak_fds': 0,
+    'nofile_soft': None, 'nofile_hard': None,
+}
+
+
+def dataloader_check_parse(stdout, rc=None, stderr='', label=''):
+    """The smoke test's JSON line from a command's stdout, as a result record.
+
+    A run that printed no JSON (killed by `timeout`, no python, a crash before the report) gives
+    a record with ok false and an error that says so, with the exit status and the stderr tail.
+    """
+    record = None
+    for line in reversed(str(stdout or '').splitlines()):
+        line = line.strip()
+        if line.startswith('{') and line.endswith('}'):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                break
+            record = None
+    if record is None:
+        tail = ' '.join(str(stderr or '').strip().splitlines()[-5:])
+        why = 'timed out' if rc in (124, 137) else 'no result'
+        record = {'error': '%s: the smoke test printed no JSON (exit status %s)%s'
+                           % (why, rc, ': ' + tail if tail else '')}
+    merged = dict(_RESULT_DEFAULTS)
+    merged.update(record)
+    merged['rc'] = rc
+    if label:
+        merged['label'] = label
+    if merged['ok'] and rc not in (0, None):
+        merged['ok'] = False
+        merged['error'] = merged.get('error') or 'exit status %s' % rc
+    return merged
+
+
+def dataloader_check_parse_run(result):
+    """dataloader_check_parse for a registered command result (a loop item names the context)."""
+    result = result or {}
+    if result.get('skipped'):
+        return dict(_RESULT_DEFAULTS, error='not run (skipped)')
+    label = result.get('item', '')
+    return dataloader_check_parse(result.get('stdout', ''), result.get('rc'),
+                                  result.get('stderr', ''), label if isinstance(label, str) else '')
+
+
+def _first_line(text, width=160):
+    lines = [line.strip() for line in str(text or '').splitlines() if line.strip()]
+    # PyTorch's worker errors put the real cause on the last line.
+    line = lines[-1] if lines else ''
+    return line if len(line) <= width else line[:width - 3] + '...'
+
+
+def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
+                            shm_leftovers=0):
+    """The dataloader_check_results fact: contexts, canary, ok, problems, summary.
+
+    contexts: {name: record}; canary: a record of the low-limit run (None when disabled).
+    The canary must fail with a descriptor error; if it passes, or fails for another reason,
+    the check itself is broken and says so.
+    """
+    problems = []
+    parts = []
+    report = {'host': host, 'contexts': {}, 'canary': None,
+              'shm_leftovers_removed': int(shm_leftovers or 0)}
+    if canary_enabled:
+        canary = dict(_RESULT_DEFAULTS, **(canary or {}))
+        failed = not canary['ok']
+        entry = {
+            'failed': failed,
+            'fd_exhausted': bool(canary.get('fd_exhausted')),
+            'error': canary.get('error', ''),
+            'nofile_soft': canary.get('nofile_soft'),
+            'peak_fds': canary.get('peak_fds'),
+            'elapsed_s': canary.get('elapsed_s'),
+        }
+        report['canary'] = entry
+        if not failed:
+            problems.append('canary did not fail at nofile %s (peak %s fds): the check is '
+                            'broken, it cannot detect descriptor exhaustion'
+                            % (entry['nofile_soft'], entry['peak_fds']))
+            parts.append('canary PASSED (check broken)')
+        elif not entry['fd_exhausted']:
+            problems.append('canary failed for another reason than descriptors, the check is '
+                            'broken: %s' % _first_line(entry['error']))
+            parts.append('canary failed wrongly')
+        else:
+            parts.append('canary failed as expected at nofile %s (%s)'
+                         % (entry['nofile_soft'], _first_line(entry['error'], 70)))
+    for name in sorted(contexts or {}):
+        record = dict(_RESULT_DEFAULTS, **(contexts[name] or {}))
+        report['contexts'][name] = record
+        limit = '%s/%s' % (record.get('nofile_soft'), record.get('nofile_hard'))
+        if record['ok']:
+            parts.append('%s ok %.2f samples/s peak %s fds nofile %s'
+                         % (name, float(record['samples_per_s']), record['peak_fds'], limit))
+        else:
+            problems.append('%s: %s (nofile %s)' % (name, _first_line(record['error']), limit))
+            parts.append('%s FAILED nofile %s' % (name, limit))
+    report['problems'] = problems
+    report['ok'] = not problems
+    report['summary'] = '%s: %s: %s' % (host or 'host', 'OK' if not problems else 'FAILED',
+                                         '; '.join(parts))
+    return report
+
+
+class FilterModule(object):
+    """gpufleet.tuning filters for the pytorch_env and dataloader_check roles."""
+
+    def filters(self):
+        return {
+            'pytorch_env_arch': pytorch_env_arch,
+            'pytorch_env_installer': pytorch_env_installer,
+            'pytorch_env_conda_channels': pytorch_env_conda_channels,
+            'pytorch_env_tos_channels': pytorch_env_tos_channels,
+            'pytorch_env_nvidia_driver': pytorch_env_nvidia_driver,
+            'pytorch_env_cuda_variant': pytorch_env_cuda_variant,
+            'pytorch_env_torch_index': pytorch_env_torch_index,
+            'pytorch_env_pip_args': pytorch_env_pip_args,
+            'dataloader_check_parse': dataloader_check_parse,
+            'dataloader_check_parse_run': dataloader_check_parse_run,
+            'dataloader_check_report': dataloader_check_report,
+        }

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""DataLoader smoke test for gpufleet.tuning: do the descriptor limits reach training?
+
+Builds a synthetic dataset on disk (one file per sample, K tiny float32 tensors each), lets
+DataLoader workers open and decode the files, and iterates it with worker processes and a timeout.
+Every tensor a worker hands to the main process travels as one shared-memory file descriptor under
+PyTorch's default `file_descriptor` sharing strategy, so K tensors per sample and a few batches in
+flight need thousands of descriptors at once (see docs/dataloader-check.md).
+
+Prints one JSON object (and writes it to --output): ok, error, fd_exhausted, samples_per_s,
+peak open fds of the main process and of the workers (sampled from /proc/PID/fd), the sharing
+strategy, and the limits the process saw (/proc/self/limits). Exit status 0 when ok, 1 when the
+DataLoader failed, 2 when the test could not run at all (no torch, bad arguments).
+"""
+import argparse
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+
+MAGIC = b'GFDL1'
+# Substrings of the errors PyTorch and the OS raise when a process runs out of descriptors.
+FD_ERRORS = (
+    'Too many open files',
+    'received 0 items of ancdata',
+    'increase the limit using `ulimit -n`',
+    'EMFILE',
+)
+
+
+def read_limits(path='/proc/self/limits'):
+    """Parse /proc/<pid>/limits into {name: {'soft': v, 'hard': v}} (v an int or 'unlimited')."""
+    names = {'Max open files': 'nofile', 'Max processes': 'nproc',
+             'Max locked memory': 'memlock', 'Max stack size': 'stack'}
+    limits = {}
+    with open(path) as handle:
+        for line in handle:
+            for label, key in names.items():
+                if line.startswith(label):
+                    fields = line[len(label):].split()
+                    values = []
+                    for field in fields[:2]:
+                        values.append(field if field == 'unlimited' else int(field))
+                    limits[key] = {'soft': values[0], 'hard': values[1]}
+    return limits
+
+
+def count_fds(pid):
+    try:
+        return len(os.listdir('/proc/%d/fd' % pid))
+    except OSError:
+        return None
+
+
+def child_pids(pid):
+    """Direct children of pid, from /proc/PID/task/*/children (fallback: scan /proc stat)."""
+    children = set()
+    try:
+        for tid in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, tid)) as handle:
+                children.update(int(p) for p in handle.read().split())
+        return children
+    except OSError:
+        pass
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as handle:
+                stat = handle.read()
+            ppid = int(stat.rsplit(')', 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            children.add(int(entry))
+    return children
+
+
+class FdSampler(threading.Thread):
+    """Samples the open descriptors of this process and its children every `interval` s."""
+
+    def __init__(self, interval=0.05):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.pid = os.getpid()
+        self.peak_main = 0
+        self.peak_worker = 0
+        self.peak_total = 0
+        self.workers_seen = set()
+        self._stop_event = threading.Event()
+
+    def sample(self):
+        main = count_fds(self.pid) or 0
+        total = main
+        for child in child_pids(self.pid):
+            count = count_fds(child)
+            if count is None:
+                continue
+            self.workers_seen.add(child)
+            self.peak_worker = max(self.peak_worker, count)
+            total += count
+        self.peak_main = max(self.peak_main, main)
+        self.peak_total = max(self.peak_total, total)
+
+    def run(self):
+        while not self._stop_event.is_set():
+            self.sample()
+            self._stop_event.wait(self.interval)
+
+    def stop(self):
+        self._stop_event.set()
+        self.join(5)
+        self.sample()
+
+
+def build_dataset(data_dir, samples, tensors, elements):
+    """Write `samples` files of `tensors` float32 tensors of `elements` values each, once."""
+    marker = os.path.join(data_dir, '.complete')
+    if os.path.exists(marker):
+        return False
+    os.makedirs(data_dir, exist_ok=True)
+    payload_len = tensors * elements * 4
+    for index in range(samples):
+        path = os.path.join(data_dir, 'sample-%06d.bin' % index)
+        body = os.urandom(payload_len)
+        with open(path + '.tmp', 'wb') as handle:
+            handle.write(MAGIC + struct.pack('<III', index, tensors, elements) + body)
+        os.replace(path + '.tmp', path)
+    with open(marker, 'w') as handle:
+        handle.write('%d %d %d\n' % (samples, tensors, elements))
+    return True
+
+
+def make_dataset_class(torch):
+    class DiskDataset(torch.utils.data.Dataset):
+        """Each item: open the sample file, check its header, decode it into K tensors."""
+
+        def __init__(self, data_dir):
+            self.paths = sorted(
+                os.path.join(data_dir, name) for name in os.listdir(data_dir)
+                if name.startswith('sample-') and name.endswith('.bin'))
+
+        def __len__(self):
+            return len(self.paths)
+
+        def __getitem__(self, index):
+            with open(self.paths[index], 'rb') as handle:
+                raw = handle.read()
+            if raw[:5] != MAGIC:
+                raise ValueError('%s: not a dataset file' % self.paths[index])
+            _, tensors, elements = struct.unpack('<III', raw[5:17])
+            flat = torch.frombuffer(bytearray(raw[17:]), dtype=torch.float32)
+            return [chunk.clone() for chunk in flat.split(elements)][:tensors]
+
+    return DiskDataset
+
+
+def default_workers(cap=0):
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    # Guidance: about 1.2 x the cores available to the process, at least 2 so workers exist.
+    workers = max(2, int(round(cores * 1.2)))
+    return min(workers, cap) if cap > 0 else workers
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--data-dir', required=True)
+    parser.add_argument('--output', help='also write the JSON result here')
+    parser.add_argument('--label', default='run', help='context name recorded in the result')
+    parser.add_argument('--samples', type=int, default=24)
+    parser.add_argument('--tensors-per-sample', type=int, default=2000)
+    parser.add_argument('--elements', type=int, default=4, help='float32 values per tensor')
+    parser.add_argument('--num-workers', type=int, default=0, help='0: about 1.2 x cores')
+    parser.add_argument('--max-workers', type=int, default=8,
+                        help='cap of the automatic worker count (0: no cap)')
+    parser.add_argument('--batch-size', type=int, default=1)
+    parser.add_argument('--prefetch-factor', type=int, default=2)
+    parser.add_argument('--timeout', type=float, default=60.0, help='DataLoader timeout, s')
+    parser.add_argument('--epochs', type=int, default=1)
+    parser.add_argument('--sharing-strategy', default='',
+                        help='torch.multiprocessing sharing strategy; empty: PyTorch default')
+    parser.add_argument('--soft-nofile', type=int, default=0,
+                        help='lower the soft nofile limit to this first (canary)')
+    return parser.parse_args(argv)
+
+
+def run(args, result):
+    import warnings
+    warnings.filterwarnings('ignore', message='Failed to initialize NumPy')
+    import torch
+    import torch.multiprocessing
+    import torch.utils.data
+
+    result['torch_version'] = torch.__version__
+    if args.sharing_strategy:
+        torch.multiprocessing.set_sharing_strategy(args.sharing_strategy)
+    result['sharing_strategy'] = torch.multiprocessing.get_sharing_strategy()
+
+    result['dataset_built'] = build_dataset(args.data_dir, args.samples,
+                                            args.tensors_per_sample, args.elements)
+    dataset = make_dataset_class(torch)(args.data_dir)
+    if len(dataset) == 0:
+        raise ValueError('%s holds no samples' % args.data_dir)
+    workers = args.num_workers or default_workers(args.max_workers)
+    result['num_workers'] = workers
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=args.batch_size, num_workers=workers,
+        prefetch_factor=args.prefetch_factor, timeout=args.timeout, shuffle=False)
+
+    sampler = FdSampler()
+    sampler.start()
+    samples = 0
+    received = 0
+    started = time.monotonic()
+    try:
+        for _ in range(args.epochs):
+            for batch in loader:
+                # Touch every tensor so the shared storages are really received and mapped.
+                samples += batch[0].shape[0]
+                received += sum(t.numel() for t in batch)
+    finally:
+        elapsed = time.monotonic() - started
+        sampler.stop()
+        result['samples'] = samples
+        result['values_received'] = received
+        result['elapsed_s'] = round(elapsed, 3)
+        result['samples_per_s'] = round(samples / elapsed, 2) if elapsed > 0 else 0.0
+        result['peak_fds_main'] = sampler.peak_main
+        result['peak_fds_worker'] = sampler.peak_worker
+        result['peak_fds_total'] = sampler.peak_total
+        result['peak_fds'] = max(sampler.peak_main, sampler.peak_worker)
+        result['workers_seen'] = len(sampler.workers_seen)
+    expected = len(dataset) * args.epochs
+    if samples != expected:
+        raise RuntimeError('DataLoader yielded %d samples, expected %d' % (samples, expected))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.soft_nofile:
+        import resource
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (args.soft_nofile, hard))
+    limits = read_limits()
+    result = {
+        'label': args.label,
+        'host': socket.gethostname(),
+        'uid': os.getuid(),
+        'pid': os.getpid(),
+        'python': sys.executable,
+        'limits': limits,
+        'nofile_soft': limits.get('nofile', {}).get('soft'),
+        'nofile_hard': limits.get('nofile', {}).get('hard'),
+        'tensors_per_sample': args.tensors_per_sample,
+        'batch_size': args.batch_size,
+        'prefetch_factor': args.prefetch_factor,
+        'timeout_s': args.timeout,
+        'ok': False,
+        'error': '',
+        'fd_exhausted': False,
+        'samples_per_s': 0.0,
+        'peak_fds': 0,
+    }
+    status = 0
+    try:
+        run(args, result)
+        result['ok'] = True
+    except ImportError as exc:
+        result['error'] = 'cannot import torch: %s' % exc
+        status = 2
+    except Exception as exc:  # pylint: disable=broad-except
+        # Keep PyTorch's own message (the last lines carry the worker's re-raised error).
+        text = '%s: %s' % (type(exc).__name__, exc)
+        result['error'] = text.strip()[-2000:]
+        result['traceback'] = traceback.format_exc()[-4000:]
+        result['fd_exhausted'] = any(marker in text or marker in result['traceback']
+                                     for marker in FD_ERRORS)
+        status = 1
+    text = json.dumps(result, sort_keys=True)
+    if args.output:
+        tmp = args.output + '.tmp'
+        with open(tmp, 'w') as handle:
+            handle.write(text + '\n')
+        os.replace(tmp, args.output)
+    sys.stdout.write(text + '\n')
+    sys.stdout.flush()
+    return status
+
+
+if __name__ == '__main__':
+    # os._exit: skip interpreter teardown, which can hang on a broken DataLoader's queues.
+    code = main()
+    os._exit(code)
