@@ -55,7 +55,7 @@ molecule: setup
 	@test -n "$(SCENARIOS)" || { echo "no Molecule scenarios found"; exit 1; }
 	for scenario in $(SCENARIOS); do molecule test -s $$scenario || exit 1; done
 
-test: lint sanity vermin unit
+test: lint sanity vermin unit build
 	$(MAKE) images IMAGES=$(MOLECULE_DISTRO)
 	$(MAKE) molecule
 

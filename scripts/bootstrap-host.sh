@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Make a fresh Debian/Ubuntu machine ready for `make test`: the apt packages the tests need
+# (the Docker engine, debootstrap, make, python3-venv) and a running dockerd.
+# Run as root. Python tools are installed by `make` itself, into .venv.
+set -euo pipefail
+
+need=()
+for pair in dockerd:docker.io debootstrap:debootstrap iptables:iptables make:make git:git; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || need+=("${pair#*:}")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-system-running >/dev/null 2>&1; then
+    systemctl start docker || true
+  fi
+fi
+if ! docker info >/dev/null 2>&1; then
+  echo "starting dockerd"
+  nohup dockerd >/var/log/gpufleet-dockerd.log 2>&1 &
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+fi
+docker info >/dev/null 2>&1 || { tail -n 50 /var/log/gpufleet-dockerd.log >&2; exit 1; }
+echo "host ready: $(docker version --format 'docker {{.Server.Version}}')"
