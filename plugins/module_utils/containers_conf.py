@@ -345,20 +345,37 @@ def read_ulimits(doc, entry):
     return result, append
 
 
+_PODMAN_SIZE_RE = re.compile(r'^(\d+(?:\.\d+)?) ?([kKmMgGtTpP])?[iI]?[bB]?$')
+
+
+def parse_podman_size(text, where=SHM_KEY):
+    """A containers.conf size -> bytes, as Podman reads it (go-units FromHumanSize): suffixes
+    are powers of 1000 whatever follows them, so ``256m`` and ``256MiB`` are 256000000 bytes
+    (checked with Podman 4.3: ``shm_size = "256m"`` gives a 250000 KiB /dev/shm). This differs
+    from limits_model.parse_size (base 1024, as Docker and systemd read sizes) on purpose."""
+    match = _PODMAN_SIZE_RE.match(str(text).strip())
+    if not match:
+        raise model.LimitError('%s: %r is not a size Podman reads (a number of bytes, or with '
+                               'k, m, g, t as powers of 1000)' % (where, text))
+    factor = 1000 ** (' kmgtp'.index(match.group(2).lower()) if match.group(2) else 0)
+    whole, _dot, fraction = match.group(1).partition('.')
+    return (int(whole) * factor) + (int(fraction) * factor // 10 ** len(fraction)
+                                    if fraction else 0)
+
+
 def read_shm(doc, entry):
+    """``shm_size`` -> bytes as Podman reads it; TomlError naming file:line:col otherwise."""
     value, pos = doc.read_string(entry)
     try:
-        return model.parse_size(value, entry.key)
+        return parse_podman_size(value, entry.key)
     except model.LimitError as exc:
         raise TomlError('%s: %s' % (doc.place(pos), exc))
 
 
 def format_shm_size(value):
-    """bytes -> a size string Podman reads (``8g``, ``512m``, ``65536k``, ``100b``)."""
-    for suffix, factor in (('t', 1024 ** 4), ('g', 1024 ** 3), ('m', 1024 ** 2), ('k', 1024)):
-        if value >= factor and value % factor == 0:
-            return '%d%s' % (value // factor, suffix)
-    return '%db' % value
+    """bytes -> the ``shm_size`` string: plain bytes, the one form every Podman reads exactly
+    (a suffix would be read as a power of 1000, see parse_podman_size)."""
+    return str(int(value))
 
 
 def config_files(root=''):

@@ -48,7 +48,11 @@ options:
     type: dict
   shm_size:
     description:
-      - Size of C(/dev/shm) for new containers, such as C(8G) (base 1024). Written as C(8g).
+      - Size of C(/dev/shm) for new containers, such as C(8G) (base 1024, as everywhere in this
+        collection).
+      - Written as a plain number of bytes (C(8589934592)), because Podman reads a suffix in
+        containers.conf as a power of 1000 (C(shm_size = "256m") gives 256000000 bytes). An
+        existing value is compared the way Podman reads it.
     type: str
   purge:
     description: Remove C(default_ulimits) entries for items not in O(ulimits).
@@ -94,10 +98,10 @@ default_ulimits:
   elements: str
   sample: ["nofile=65536:65536", "memlock=-1:-1"]
 shm_size:
-  description: C(shm_size) of the drop-in after the task, or null.
+  description: C(shm_size) of the drop-in after the task (bytes, as written), or null.
   returned: always
   type: str
-  sample: 8g
+  sample: '8589934592'
 restart_required:
   description: Always false; Podman has no daemon and reads the file for each new container.
   returned: always

@@ -150,10 +150,23 @@ def test_merge_and_render_ulimits():
         '["memlock=-1:-1", {append=true}]'
 
 
-@pytest.mark.parametrize('value, text', [(8 * 1024 ** 3, '8g'), (64 * 1024 ** 2, '64m'),
-                                         (1000, '1000b')])
-def test_format_shm_size(value, text):
-    assert cc.format_shm_size(value) == text
+def test_shm_size_is_written_in_bytes():
+    assert cc.format_shm_size(8 * 1024 ** 3) == '8589934592'
+    assert cc.parse_podman_size(cc.format_shm_size(8 * 1024 ** 3)) == 8 * 1024 ** 3
+
+
+@pytest.mark.parametrize('text, value', [
+    ('268435456', 268435456), ('256m', 256 * 10 ** 6), ('256MiB', 256 * 10 ** 6),
+    ('262144k', 262144000), ('1g', 10 ** 9), ('1.5g', 1500 * 10 ** 6), ('64 MB', 64 * 10 ** 6)])
+def test_podman_reads_sizes_in_powers_of_1000(text, value):
+    # Measured with Podman 4.3 in the node image: "256m" -> a 250000 KiB /dev/shm.
+    assert cc.parse_podman_size(text) == value
+
+
+@pytest.mark.parametrize('text', ['', 'lots', '1x', '-5', '1.g'])
+def test_podman_size_refused(text):
+    with pytest.raises(Exception, match='is not a size Podman reads'):
+        cc.parse_podman_size(text)
 
 
 def write(root, path, text):
@@ -186,7 +199,7 @@ def test_effective_follows_podman_order_and_names_the_source(tmp_path, monkeypat
         ('nofile', (Limit(10, 20), dropin + ':2:20')),
         ('nproc', (Limit(5, 5), dropin + ':2:36')),
         ('core', (Limit(0, 0), '/usr/share/containers/containers.conf.d/95-vendor.conf:2:20'))])
-    assert found['shm_size'] == (64 * 1024 ** 2, '/usr/share/containers/containers.conf:3:12')
+    assert found['shm_size'] == (64 * 1000 ** 2, '/usr/share/containers/containers.conf:3:12')
     assert found['problems'] == []
     assert cc.overriding_files(dropin, ['default_ulimits'], root) == [
         ('/usr/share/containers/containers.conf.d/95-vendor.conf:2:1', 'default_ulimits')]

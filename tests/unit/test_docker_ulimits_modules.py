@@ -183,7 +183,7 @@ def test_podman_merge_check_diff_idempotence(tmp_path):
     assert result['restart_required'] is False
     assert path.read_text() == (
         '# written by hand, keep me\n[engine]\nevents_logger = "file"   # journald is not there\n'
-        '\n[containers]\nshm_size = "2g"\nlog_size_max = -1\ndefault_ulimits = '
+        '\n[containers]\nshm_size = "2147483648"\nlog_size_max = -1\ndefault_ulimits = '
         '["core=0:0", "nofile=4096:8192", "memlock=-1:-1", "nproc=10000:10000"]\n')
     after = digest(path)
     again = run_module(tmp_path, 'podman_ulimits', args)
@@ -222,6 +222,7 @@ def test_podman_refusals_leave_the_file_untouched(tmp_path, content, args, messa
 def test_podman_info_reads_the_given_config(tmp_path):
     conf = tmp_path / 'containers.conf'
     conf.write_text('[containers]\ndefault_ulimits = ["nofile=10:20"]\nshm_size = "1g"\n')
+    # Podman reads "1g" as 10**9 bytes (powers of 1000 in containers.conf).
     argsfile_env = dict(os.environ)
     os.environ['CONTAINERS_CONF'] = str(conf)
     try:
@@ -232,4 +233,4 @@ def test_podman_info_reads_the_given_config(tmp_path):
     assert info['files'] == [str(conf)]
     assert info['config']['default_ulimits']['nofile'] == {
         'soft': 10, 'hard': 20, 'human': '10:20', 'source': str(conf) + ':2:20'}
-    assert info['config']['shm_size'] == {'bytes': 1024 ** 3, 'source': str(conf) + ':3:12'}
+    assert info['config']['shm_size'] == {'bytes': 10 ** 9, 'source': str(conf) + ':3:12'}
