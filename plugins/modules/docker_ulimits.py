@@ -37,7 +37,7 @@ description:
     it returns RV(restart_required) so that a handler can, and RV(running_containers) so that
     you know what a restart would stop (all running containers unless C(live-restore) is on).
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 attributes:
   check_mode:
     support: full

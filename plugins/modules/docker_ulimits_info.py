@@ -23,13 +23,14 @@ description:
     gets. The image needs C(cat); a busybox image is enough.
   - A daemon.json that cannot be read is reported in RV(problems), not as a failure.
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 attributes:
   check_mode:
     support: full
     description: Reads only; the probe container (O(image)) also runs in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is nothing to show.
 options:
   path:
     description: Docker's daemon configuration file.

@@ -29,7 +29,7 @@ description:
     C({append=true}) is used); the module warns when a drop-in read after this one sets the same
     key.
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 attributes:
   check_mode:
     support: full
@@ -40,9 +40,9 @@ attributes:
 options:
   ulimits:
     description:
-      - Item -> value or C({soft, hard}) (or C({value})), as for M(gpufleet.tuning.docker_ulimits):
-        bare numbers in limits.conf units (KiB for sizes), strings with units (C(64MiB)),
-        C(unlimited) for unlimited.
+      - Item -> value or C({soft, hard}) (or C({value})), as for
+        M(gpufleet.tuning.docker_ulimits); bare numbers in limits.conf units (KiB for sizes),
+        strings with units (C(64MiB)), C(unlimited) for unlimited.
       - Written as C(name=SOFT:HARD) in kernel units (bytes, seconds, counts; -1 for unlimited).
       - A side left out is taken from the existing entry; with no existing entry both are needed.
     type: dict

@@ -22,13 +22,14 @@ description:
     /proc/self/mounts)) and reports the limits and C(/dev/shm) size it really gets.
   - Files that cannot be read are reported in RV(problems), not as a failure.
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 attributes:
   check_mode:
     support: full
     description: Reads only; the probe container (O(image)) also runs in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is nothing to show.
 options:
   image:
     description: An image to start a probe container from. Without it no container is started.
