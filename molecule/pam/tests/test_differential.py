@@ -32,10 +32,13 @@ def value_for(rng, item, pid1):
         return str(rng.choice([1024, 2048, 4096, 8192, 12000, 16384, 19999]))
     if item == 'nproc':
         return str(rng.choice([512, 1024, 4096, 30000]))
-    if item in ('core', 'stack', 'fsize', 'data'):
+    # stack and data stay large enough for a shell to run (a 0 stack segfaults the session)
+    sizes = {'core': [0, 1024, 65536], 'fsize': [1024, 65536, 1048576],
+             'stack': [8192, 16384, 65536], 'data': [1048576, 4194304]}
+    if item in sizes:
         if hard == m.UNLIMITED and rng.random() < 0.3:
             return 'unlimited'
-        return str(rng.choice([0, 1024, 4096, 8192, 65536]))
+        return str(rng.choice(sizes[item]))
     if item == 'memlock':
         return str(rng.choice([64, 1024, 4096, 8192]))         # KiB, PID 1 hard is 8 MiB here
     if item == 'cpu':
