@@ -261,10 +261,24 @@ class ConfFile(object):
             if position > 0 and not self.lines[position - 1].endswith('\n'):
                 self.lines[position - 1] += '\n'
             insert = [new_line]
+        saved = list(self.lines)
         self.lines[position:position] = insert
         self.statements = []
         self._parse()
+        if not self._starts_assignment(position + len(insert) - 1, key):
+            # The line before ends inside a continuation (a trailing backslash): an empty line
+            # ends it without changing its value, then ours stands on its own.
+            self.lines = saved
+            self.lines[position:position] = ['\n'] + insert
+            self.statements = []
+            self._parse()
+            if not self._starts_assignment(position + len(insert), key):
+                raise ConfError('%s: cannot add %s after line %d' % (self.path, key, position))
         return True
+
+    def _starts_assignment(self, index, key):
+        return any(s.first == index and s.kind == 'assignment' and s.key == key
+                   for s in self.statements)
 
     def _section_end(self, section):
         """Index after the last non-blank statement of the last ``section`` block, or None."""
@@ -552,10 +566,12 @@ def plan_edit(text, section, prefix, limits, state, path=None):
                     continue
             conf.set(section, key, model.to_systemd(item, limits[name]))
         return conf.render()
+    if text is None:
+        return None
     names = limits if limits is not None else model.RLIMIT_ITEMS
     for name in sorted(names):
         conf.unset(section, model.systemd_key(model.ITEMS[name], prefix))
-    if text is not None and not conf.has_assignments():
+    if not conf.has_assignments():
         return None
     return conf.render()
 
@@ -613,15 +629,24 @@ def systemd_running(root=''):
     return os.path.isdir(root + '/run/systemd/system')
 
 
-def manager_live(run, scope=SYSTEM, user=None):
+def user_command(user, uid, args):
+    """Run ``args`` as ``user`` against their user manager's private socket
+    ($XDG_RUNTIME_DIR/systemd/private): works without a user D-Bus (no dbus-user-session)
+    and without systemd-machined, unlike ``systemctl --user --machine=USER@``."""
+    return ['runuser', '-u', user, '--', 'env', 'XDG_RUNTIME_DIR=/run/user/%d' % uid] + args
+
+
+def manager_live(run, scope=SYSTEM, user=None, uid=None):
     """({item: Limit}, error) of the running system manager or ``user``'s user manager."""
     args = ['systemctl']
     if scope == USER:
-        if not user:
+        if not user or uid is None:
             return None, 'no user given'
-        args += ['--user', '--machine=%s@.host' % user]
+        args.append('--user')
     args += ['show', '--property=' + ','.join(show_properties(model.RLIMIT_ITEMS,
                                                                 MANAGER_PREFIX))]
+    if scope == USER:
+        args = user_command(user, uid, args)
     rc, out, err = run(args)
     if rc != 0:
         return None, (err or out or 'systemctl failed with %s' % rc).strip()

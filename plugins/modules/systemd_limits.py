@@ -404,7 +404,7 @@ def live_check(module, result, scope, unit, expected, changed):
         if running:
             for unit_name, uid in sdconf.running_user_managers(run):
                 user = _user_name(uid)
-                live, _error = sdconf.manager_live(run, sdconf.USER, user) if user else (None, 1)
+                live, _error = sdconf.manager_live(run, sdconf.USER, user, uid)
                 if changed or live is None or sdconf.differing(expected, live):
                     stale.append(unit_name)
         result['restart_required'] = stale

@@ -175,7 +175,7 @@ def manager_report(run, scope, user, running):
             name = pwd.getpwuid(uid).pw_name
         except KeyError:
             continue
-        live, error = sdconf.manager_live(run, sdconf.USER, name)
+        live, error = sdconf.manager_live(run, sdconf.USER, name, uid)
         if error:
             errors.append('%s: %s' % (unit_name, error))
             continue

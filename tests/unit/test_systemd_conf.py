@@ -157,7 +157,7 @@ def test_plan_edit_absent_removes_file_when_empty():
     foreign = '[Manager]\nDefaultLimitNOFILE=5\nDefaultTimeoutStopSec=5s\n'
     assert sc.plan_edit(foreign, 'Manager', 'DefaultLimit', None, 'absent') == (
         '[Manager]\nDefaultTimeoutStopSec=5s\n')
-    assert sc.plan_edit(None, 'Manager', 'DefaultLimit', None, 'absent') == ''
+    assert sc.plan_edit(None, 'Manager', 'DefaultLimit', None, 'absent') is None
 
 
 # --- names -----------------------------------------------------------------------------
@@ -279,3 +279,12 @@ def test_live_limits_from_show():
                                                      'memlock': L(U, U)}
     assert sc.differing({'nofile': L(1024, 524288), 'nproc': L(1, 1)},
                         sc.live_limits(props, 'DefaultLimit')) == ['nproc']
+
+
+def test_set_after_a_dangling_continuation_ends_it_first():
+    # found by the property test: appending after 'Key=value \' would join our line into it
+    conf = sc.ConfFile.parse('[Manager]\nKey=value \\\n')
+    conf.set('Manager', 'DefaultLimitNOFILE', '1')
+    assert conf.render() == '[Manager]\nKey=value \\\n\nDefaultLimitNOFILE=1\n'
+    assert [(s.key, s.value) for s in conf.assignments('Manager')] == [
+        ('Key', 'value'), ('DefaultLimitNOFILE', '1')]
