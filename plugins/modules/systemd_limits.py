@@ -37,7 +37,7 @@ description:
     C(fs.nr_open), items systemd cannot set (maxlogins, priority, nonewprivs), unknown items,
     a missing soft or hard side, soft above hard, and, unless O(force=true), a hard value above
     what the host lets systemd set (PID 1's hard limit when it lacks CAP_SYS_RESOURCE, as in a
-    container): services would fail to start.
+    container), where services would fail to start.
 author:
   - gpufleet.tuning contributors
 options:

@@ -13,7 +13,7 @@ module: systemd_limits_info
 short_description: Report systemd's configured and live resource limits, and what is pending
 version_added: 0.1.0
 description:
-  - Resolves C(DefaultLimit*=) of the system or user manager with systemd's own precedence: the
+  - Resolves C(DefaultLimit*=) of the system or user manager with systemd's own precedence. The
     main file (C(/etc/systemd/system.conf) or C(user.conf)), then C(*.conf) drop-ins from
     C(/etc/systemd), C(/run/systemd), C(/usr/local/lib/systemd) and C(/usr/lib/systemd) sorted by
     file name, the last valid assignment winning; a drop-in in /etc masks the same name in the
