@@ -260,11 +260,12 @@ def dataloader_check_parse_run(result):
                                   result.get('stderr', ''), label if isinstance(label, str) else '')
 
 
-def _first_line(text, width=160):
+def _last_line(text, width=160):
     lines = [line.strip() for line in str(text or '').splitlines() if line.strip()]
-    # PyTorch's worker errors put the real cause on the last line.
+    # PyTorch's worker errors put the real cause on the last line, and its end says why
+    # ("... Too many open files (24)"): keep the end.
     line = lines[-1] if lines else ''
-    return line if len(line) <= width else line[:width - 3] + '...'
+    return line if len(line) <= width else '...' + line[-(width - 3):]
 
 
 def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
@@ -298,11 +299,11 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             parts.append('canary PASSED (check broken)')
         elif not entry['fd_exhausted']:
             problems.append('canary failed for another reason than descriptors, the check is '
-                            'broken: %s' % _first_line(entry['error']))
+                            'broken: %s' % _last_line(entry['error']))
             parts.append('canary failed wrongly')
         else:
             parts.append('canary failed as expected at nofile %s (%s)'
-                         % (entry['nofile_soft'], _first_line(entry['error'], 70)))
+                         % (entry['nofile_soft'], _last_line(entry['error'], 70)))
     for name in sorted(contexts or {}):
         record = dict(_RESULT_DEFAULTS, **(contexts[name] or {}))
         report['contexts'][name] = record
@@ -311,7 +312,7 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             parts.append('%s ok %.2f samples/s peak %s fds nofile %s'
                          % (name, float(record['samples_per_s']), record['peak_fds'], limit))
         else:
-            problems.append('%s: %s (nofile %s)' % (name, _first_line(record['error']), limit))
+            problems.append('%s: %s (nofile %s)' % (name, _last_line(record['error']), limit))
             parts.append('%s FAILED nofile %s' % (name, limit))
     report['problems'] = problems
     report['ok'] = not problems
