@@ -316,8 +316,8 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             parts.append('%s FAILED nofile %s' % (name, limit))
     report['problems'] = problems
     report['ok'] = not problems
-    report['summary'] = '%s: %s: %s' % (host or 'host', 'OK' if not problems else 'FAILED',
-                                         '; '.join(parts))
+    verdict = 'OK' if not problems else 'FAILED'
+    report['summary'] = '%s: %s: %s' % (host or 'host', verdict, '; '.join(parts))
     return report
 
 

@@ -93,7 +93,7 @@ def test_smoke_script_reads_proc_limits():
 def _torch_python():
     """An interpreter with torch: TORCH_PYTHON, else this one if it has torch."""
     candidate = os.environ.get('TORCH_PYTHON', sys.executable)
-    probe = subprocess.run([candidate, '-c', 'import torch'], capture_output=True)
+    probe = subprocess.run([candidate, '-c', 'import torch'], capture_output=True, check=False)
     return candidate if probe.returncode == 0 else None
 
 
@@ -104,7 +104,7 @@ def test_smoke_canary_recipe_fails_at_1024(tmp_path):
     proc = subprocess.run(
         [_torch_python(), SCRIPT, '--data-dir', str(tmp_path / 'data'), '--samples', '4',
          '--num-workers', '2', '--soft-nofile', '1024', '--label', 'canary'],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, check=False)
     record = pe.dataloader_check_parse(proc.stdout, proc.returncode, proc.stderr)
     assert proc.returncode == 1, proc.stderr
     assert not record['ok'] and record['fd_exhausted'], record['error']

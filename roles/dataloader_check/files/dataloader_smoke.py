@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """DataLoader smoke test for gpufleet.tuning: do the descriptor limits reach training?
 
 Builds a synthetic dataset on disk (one file per sample, K tiny float32 tensors each), lets
@@ -152,7 +151,7 @@ def make_dataset_class(torch):
                 raw = handle.read()
             if raw[:5] != MAGIC:
                 raise ValueError('%s: not a dataset file' % self.paths[index])
-            _, tensors, elements = struct.unpack('<III', raw[5:17])
+            tensors, elements = struct.unpack('<III', raw[5:17])[1:]
             flat = torch.frombuffer(bytearray(raw[17:]), dtype=torch.float32)
             return [chunk.clone() for chunk in flat.split(elements)][:tensors]
 
@@ -220,7 +219,7 @@ def run(args, result):
     received = 0
     started = time.monotonic()
     try:
-        for _ in range(args.epochs):
+        for dummy in range(args.epochs):  # pylint: disable=unused-variable
             for batch in loader:
                 # Touch every tensor so the shared storages are really received and mapped.
                 samples += batch[0].shape[0]
@@ -246,7 +245,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.soft_nofile:
         import resource
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         resource.setrlimit(resource.RLIMIT_NOFILE, (args.soft_nofile, hard))
     limits = read_limits()
     result = {
