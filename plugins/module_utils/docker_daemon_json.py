@@ -75,9 +75,9 @@ def parse(text, path=DAEMON_JSON):
         lineno = getattr(exc, 'lineno', None)
         colno = getattr(exc, 'colno', None)
         msg = getattr(exc, 'msg', str(exc))
-        if lineno is None:
+        if lineno is None or colno is None:
             raise DaemonJsonError('%s: invalid JSON: %s' % (path, exc))
-        raise DaemonJsonError('%s:%d:%d: invalid JSON: %s' % (path, lineno, colno, msg))
+        raise DaemonJsonError('%s:%s:%s: invalid JSON: %s' % (path, lineno, colno, msg))
     if not isinstance(data, dict):
         raise DaemonJsonError('%s:1:1: the top level must be a JSON object, got %s'
                               % (path, type(data).__name__))

@@ -485,7 +485,6 @@ def from_systemd_show(item, value):
     return int(value)
 
 
-
 # systemd 252's own grammar for a ``Limit*=``/``DefaultLimit*=`` assignment (src/basic/rlimit-util.c
 # rlimit_parse, parse_size, parse_time, safe_atou64), for readers that must say exactly what
 # systemd will use. from_systemd above stays the lenient reader of values we write ourselves.

@@ -643,8 +643,8 @@ def manager_live(run, scope=SYSTEM, user=None, uid=None):
         if not user or uid is None:
             return None, 'no user given'
         args.append('--user')
-    args += ['show', '--property=' + ','.join(show_properties(model.RLIMIT_ITEMS,
-                                                                MANAGER_PREFIX))]
+    properties = show_properties(model.RLIMIT_ITEMS, MANAGER_PREFIX)
+    args += ['show', '--property=' + ','.join(properties)]
     if scope == USER:
         args = user_command(user, uid, args)
     rc, out, err = run(args)

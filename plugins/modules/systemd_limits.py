@@ -39,7 +39,7 @@ description:
     what the host lets systemd set (PID 1's hard limit when it lacks CAP_SYS_RESOURCE, as in a
     container), where services would fail to start.
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 options:
   scope:
     description:
@@ -89,13 +89,8 @@ options:
     description: Keep a timestamped copy of the drop-in when it changes.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
 notes:
   - A service started before a manager default changed keeps its old limits; C(systemctl
     daemon-reexec) makes the system manager read its defaults again, and services must then be

@@ -27,7 +27,7 @@ description:
   - Values are in the kernel's units (bytes for size items, seconds for cpu, raw 20-nice for
     nice) or C(unlimited).
 author:
-  - gpufleet.tuning contributors
+  - gpufleet.tuning contributors (@gpufleet)
 options:
   scope:
     description: Report the C(system) manager's or the C(user) managers' defaults.
@@ -45,14 +45,8 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    support: full
-    details: The module only reads.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes.INFO
 notes:
   - Without a running systemd (a chroot, a container without systemd), only the configured
     values are reported and RV(manager.live) is null.

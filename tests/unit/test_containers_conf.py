@@ -101,7 +101,7 @@ foreign_line = st.one_of(
                      'runc = ["/usr/bin/runc"]', "lit = 'C:\\\\x'", 'x.y = true',
                      '[[engine.hooks]]', 'name = """multi\nline"""']),
     st.from_regex(r'\A#[ -~]{0,20}\Z'))
-foreign_text = st.lists(foreign_line, max_size=8).map(lambda lines: '\n'.join(lines))
+foreign_text = st.lists(foreign_line, max_size=8).map('\n'.join)
 ulimit_values = st.lists(st.tuples(st.sampled_from(['nofile', 'nproc', 'memlock', 'core', 'stack']),
                                    st.integers(-1, 10 ** 6)), max_size=4)
 

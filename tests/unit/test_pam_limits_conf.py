@@ -223,11 +223,11 @@ class FakeCeiling(object):
 
 def test_ceiling_guards():
     request = entries({'domain': '*', 'item': 'nofile', 'value': 30000})
-    errors, _ = plan.check_ceilings(request, FakeCeiling(1048576, 20000, False))
+    errors, unused = plan.check_ceilings(request, FakeCeiling(1048576, 20000, False))
     assert errors and 'above what login services can set here' in errors[0]
     errors, warnings = plan.check_ceilings(request, FakeCeiling(1048576, 20000, False), force=True)
     assert not errors and warnings
-    errors, _ = plan.check_ceilings(request, FakeCeiling(16384, 20000, True))
+    errors, unused = plan.check_ceilings(request, FakeCeiling(16384, 20000, True))
     assert 'above fs.nr_open' in errors[0]
     assert plan.check_ceilings(request, FakeCeiling(1048576, 20000, True)) == ([], [])
 

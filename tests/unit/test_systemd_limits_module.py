@@ -47,15 +47,15 @@ def test_parse_request_absent_takes_names():
 def test_guards():
     errors, warnings = mod.check_guards({'nofile': L(U, U)}, FakeCeiling(), False)
     assert 'unlimited is not possible' in errors[0] and not warnings
-    errors, _ = mod.check_guards({'nofile': L(1024, 2000000)}, FakeCeiling(), False)
+    errors, unused = mod.check_guards({'nofile': L(1024, 2000000)}, FakeCeiling(), False)
     assert 'above fs.nr_open (1048576)' in errors[0]
-    errors, _ = mod.check_guards({'nproc': L(10, 30000)}, FakeCeiling(pid1_hard=20000), False)
+    errors, unused = mod.check_guards({'nproc': L(10, 30000)}, FakeCeiling(pid1_hard=20000), False)
     assert 'set force=true' in errors[0]
     errors, warnings = mod.check_guards({'nproc': L(10, 30000)}, FakeCeiling(pid1_hard=20000),
                                         True)
     assert not errors and 'force=true' in warnings[0]
     # force never lifts the nr_open guard
-    errors, _ = mod.check_guards({'nofile': L(1, 2000000)}, FakeCeiling(pid1_hard=20000), True)
+    errors, unused = mod.check_guards({'nofile': L(1, 2000000)}, FakeCeiling(pid1_hard=20000), True)
     assert errors
     assert mod.check_guards({'nofile': L(1024, 16384)}, FakeCeiling(pid1_hard=20000),
                             False) == ([], [])

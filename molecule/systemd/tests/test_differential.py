@@ -71,7 +71,7 @@ def file_text(rng, prefix, section, allow_bad_header=True):
     if rng.random() < 0.3:
         lines.append('%sLimitNOFILE=%d' % (prefix, rng.choice([1111, 2222])))  # outside section
     lines.append('[%s]' % section)
-    for _ in range(rng.randint(0, 6)):
+    for _n in range(rng.randint(0, 6)):
         item = rng.choice(ITEMS)
         value = value_for(rng, item)
         roll = rng.random()
@@ -98,7 +98,7 @@ def manager_layout(case):
     rng = random.Random(7000 + case)
     layout = {'/etc/systemd/system.conf': file_text(rng, 'Default', 'Manager')
               if rng.random() < 0.7 else ''}
-    for _ in range(rng.randint(0, 6)):
+    for _n in range(rng.randint(0, 6)):
         path = '%s/system.conf.d/%s' % (rng.choice(DIRS), rng.choice(NAMES))
         layout[path] = file_text(rng, 'Default', 'Manager')
     if rng.random() < 0.15:
@@ -111,7 +111,7 @@ def unit_layout(case):
     fragment = '%s/%s' % (rng.choice(UNIT_DIRS), UNIT)
     text = '[Unit]\nDescription=differential\n[Service]\nExecStart=/bin/true\n'
     layout = {fragment: text + file_text(rng, '', 'Service', False).replace('[Service]\n', '', 1)}
-    for _ in range(rng.randint(1, 5)):
+    for _n in range(rng.randint(1, 5)):
         path = '%s/%s.d/%s' % (rng.choice(UNIT_DIRS), UNIT, rng.choice(NAMES))
         layout[path] = file_text(rng, '', 'Service')
     return layout
