@@ -1,18 +1,17 @@
 """Helpers for the docker scenario's testinfra tests: the collection on sys.path, running
 collection modules and playbooks on the node through ansible, probing real containers."""
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 SCENARIO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
+sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model  # noqa: E402
+import scenario_support as support  # noqa: E402
 from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit  # noqa: E402
 
 DAEMON_JSON = '/etc/docker/daemon.json'
@@ -44,38 +43,13 @@ def container_shm_kib(host, runner):
     return int(lines[-1].split()[1])
 
 
-def _ansible(host, cmd_tail):
-    runner = host.backend.ansible_runner
-    cmd = list(cmd_tail)
-    if runner.inventory_file:
-        cmd[1:1] = ['-i', runner.inventory_file]
-    return cmd
-
-
 def run_module(host, module, args, check=False):
-    """Run a collection module on the node through `ansible`; returns (ok, result)."""
-    with tempfile.TemporaryDirectory() as tree:
-        cmd = _ansible(host, ['ansible', '--tree', tree, '-m', module, '-a', json.dumps(args)])
-        if check:
-            cmd.append('--check')
-        cmd.append(host.backend.host)
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, check=False)
-        files = os.listdir(tree)
-        if proc.returncode not in (0, 2) or not files:
-            raise RuntimeError('ansible failed (%d): %s' % (proc.returncode, proc.stdout))
-        with open(os.path.join(tree, files[0])) as handle:
-            result = json.load(handle)
-    result['output'] = proc.stdout
-    return proc.returncode == 0, result
+    """Run a collection module on the node; returns (ok, result), result['output'] printed."""
+    return support.run_module(host, module, args, check)[:2]
 
 
 def run_playbook(host, playbook):
-    cmd = _ansible(host, ['ansible-playbook', os.path.join(SCENARIO, playbook),
-                          '--limit', host.backend.host])
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    return proc.returncode, proc.stdout
+    return support.run_playbook(host, os.path.join(SCENARIO, playbook))
 
 
 @pytest.fixture

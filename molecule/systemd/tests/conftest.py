@@ -1,16 +1,15 @@
 """Helpers for the systemd scenario's testinfra tests: the collection on sys.path, probes."""
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
+sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model  # noqa: E402
+from scenario_support import checksums, run_module  # noqa: E402,F401  pylint: disable=unused-import
 
 SYSTEM_DROPIN = '/etc/systemd/system.conf.d/90-gpufleet-tuning.conf'
 USER_DROPIN = '/etc/systemd/user.conf.d/90-gpufleet-tuning.conf'
@@ -49,32 +48,7 @@ def user_service_limits(host):
         host.run(as_user('systemctl --user stop gpufleet-probe.service'))
 
 
-def run_module(host, module, args, check=False, diff=False):
-    """Run a collection module on the node through `ansible`; returns (ok, result, output)."""
-    runner = host.backend.ansible_runner
-    with tempfile.TemporaryDirectory() as tree:
-        cmd = ['ansible', '--tree', tree, '-m', module, '-a', json.dumps(args)]
-        if runner.inventory_file:
-            cmd += ['-i', runner.inventory_file]
-        if check:
-            cmd.append('--check')
-        if diff:
-            cmd.append('--diff')
-        cmd.append(host.backend.host)
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, check=False)
-        files = os.listdir(tree)
-        if proc.returncode not in (0, 2) or not files:
-            raise RuntimeError('ansible failed (%d): %s' % (proc.returncode, proc.stdout))
-        with open(os.path.join(tree, files[0])) as handle:
-            result = json.load(handle)
-    return proc.returncode == 0, result, proc.stdout
-
-
 @pytest.fixture
 def module(host):
     return lambda name, args, check=False, diff=False: run_module(host, name, args, check, diff)
 
-
-def checksums(host, paths):
-    return dict((p, host.file(p).sha256sum if host.file(p).exists else None) for p in paths)

@@ -1,0 +1,57 @@
+"""Shared helpers for the Molecule scenarios' testinfra tests (molecule/*/tests/conftest.py).
+
+Each scenario's conftest puts build/collections and this directory on sys.path, then imports
+what it needs from here.
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+
+def ansible_command(host, command):
+    """``command`` (a list starting with ansible or ansible-playbook) aimed at the node."""
+    runner = host.backend.ansible_runner
+    command = list(command)
+    if runner.inventory_file:
+        command[1:1] = ['-i', runner.inventory_file]
+    return command
+
+
+def run_module(host, module, args, check=False, diff=False):
+    """Run a collection module on the node through `ansible`; returns (ok, result, output).
+
+    ``ok`` comes from ansible's exit status (0 ok, 2 failed): the result tree of ansible-core
+    2.19 does not carry the "failed" key, and warnings are printed rather than kept, so the
+    printed output is returned too (and stored as result['output']).
+    """
+    with tempfile.TemporaryDirectory() as tree:
+        cmd = ansible_command(host, ['ansible', '--tree', tree, '-m', module,
+                                     '-a', json.dumps(args)])
+        if check:
+            cmd.append('--check')
+        if diff:
+            cmd.append('--diff')
+        cmd.append(host.backend.host)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, check=False)
+        files = os.listdir(tree)
+        if proc.returncode not in (0, 2) or not files:
+            raise RuntimeError('ansible failed (%d): %s' % (proc.returncode, proc.stdout))
+        with open(os.path.join(tree, files[0])) as handle:
+            result = json.load(handle)
+    result['output'] = ' '.join(proc.stdout.split())
+    return proc.returncode == 0, result, proc.stdout
+
+
+def run_playbook(host, playbook):
+    """Run a playbook against the node; returns (exit status, output)."""
+    cmd = ansible_command(host, ['ansible-playbook', playbook, '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout
+
+
+def checksums(host, paths):
+    """{path: sha256 or None when missing} on the node."""
+    return dict((p, host.file(p).sha256sum if host.file(p).exists else None) for p in paths)
