@@ -321,6 +321,65 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
     return report
 
 
+def dataloader_check_plot_svg(results, width=480, height=300):
+    """An SVG line plot of samples/s against num_workers from the contexts' sweeps.
+
+    results: the dataloader_check_results fact. Each context with a `sweep` (its own run counts
+    as one more point) is one line; failed points are left out. '' when there is nothing to plot.
+    """
+    lines = {}
+    for name, record in sorted(((results or {}).get('contexts') or {}).items()):
+        points = [(int(p['num_workers']), float(p['samples_per_s']))
+                  for p in (record.get('sweep') or []) if p.get('ok')]
+        if not points:
+            continue
+        if record.get('ok') and record.get('num_workers'):
+            points.append((int(record['num_workers']), float(record['samples_per_s'])))
+        lines[name] = sorted(set(points))
+    if not lines:
+        return ''
+    left, right, top, bottom = 60, 20, 30, 45
+    xs = [x for pts in lines.values() for x, _y in pts]
+    ys = [y for pts in lines.values() for _x, y in pts]
+    x_min, x_max = min(xs), max(max(xs), min(xs) + 1)
+    y_max = max(ys) * 1.1 or 1.0
+
+    def px(x):
+        return left + (x - x_min) * (width - left - right) / float(x_max - x_min)
+
+    def py(y):
+        return height - bottom - y * (height - top - bottom) / y_max
+
+    colours = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd']
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (width, height),
+           '<text x="%d" y="18" font-size="13">%s: DataLoader throughput against num_workers'
+           '</text>' % (left, results.get('host', '')),
+           '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
+           % (left, height - bottom, width - right, height - bottom),
+           '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
+           % (left, top, left, height - bottom),
+           '<text x="%d" y="%d">num_workers</text>' % ((width - 60) // 2, height - 8),
+           '<text x="12" y="%d" transform="rotate(-90 12 %d)">samples/s</text>'
+           % (height // 2 + 25, height // 2 + 25)]
+    for x in sorted(set(xs)):
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>'
+                   % (px(x), height - bottom + 15, x))
+    for tick in range(5):
+        y = y_max * tick / 4.0
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (left - 5, py(y) + 4, y))
+    for index, (name, pts) in enumerate(sorted(lines.items())):
+        colour = colours[index % len(colours)]
+        out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                   % (colour, ' '.join('%.1f,%.1f' % (px(x), py(y)) for x, y in pts)))
+        for x, y in pts:
+            out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (px(x), py(y), colour))
+        out.append('<text x="%d" y="%d" fill="%s">%s</text>'
+                   % (width - right - 80, top + 14 * (index + 1), colour, name))
+    out.append('</svg>')
+    return '\n'.join(out) + '\n'
+
+
 class FilterModule(object):
     """gpufleet.tuning filters for the pytorch_env and dataloader_check roles."""
 
@@ -337,4 +396,5 @@ class FilterModule(object):
             'dataloader_check_parse': dataloader_check_parse,
             'dataloader_check_parse_run': dataloader_check_parse_run,
             'dataloader_check_report': dataloader_check_report,
+            'dataloader_check_plot_svg': dataloader_check_plot_svg,
         }

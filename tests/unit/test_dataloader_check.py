@@ -119,3 +119,19 @@ def test_parse_run_of_registered_results():
     report = pe.dataloader_check_report({'login': pe.dataloader_check_parse_run(
         dict(run, item='login'))}, pe.dataloader_check_parse_run(canary), 'h', True, 3)
     assert report['ok'] and report['shm_leftovers_removed'] == 3
+
+
+def test_plot_svg_from_sweep():
+    login = dict(GOOD, num_workers=2, samples_per_s=1.0, sweep=[
+        {'num_workers': 1, 'ok': True, 'samples_per_s': 0.5, 'peak_fds': 3000},
+        {'num_workers': 4, 'ok': True, 'samples_per_s': 1.5, 'peak_fds': 9000},
+        {'num_workers': 8, 'ok': False, 'samples_per_s': 0.0, 'error': 'x'}])
+    report = pe.dataloader_check_report({'login': login, 'service': GOOD}, CANARY, 'n1')
+    svg = pe.dataloader_check_plot_svg(report)
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(svg)
+    lines = root.findall('{http://www.w3.org/2000/svg}polyline')
+    assert len(lines) == 1                      # only login has a sweep
+    assert len(lines[0].get('points').split()) == 3   # 1, 2, 4 workers; the failed 8 left out
+    assert 'n1: DataLoader throughput' in svg
+    assert pe.dataloader_check_plot_svg({'contexts': {'login': GOOD}}) == ''

@@ -73,3 +73,12 @@ def test_the_oracle_agrees(host, command):
 def test_no_shared_memory_left_by_the_check_user(host):
     out = host.run("find /dev/shm -maxdepth 1 -name 'torch_*' -user %s" % USER)
     assert out.stdout.strip() == ''
+
+
+def test_throughput_sweep_and_plot(results):
+    sweep = results['contexts']['login']['sweep']
+    assert [point['num_workers'] for point in sweep] == [1, 3]
+    assert all(point['ok'] and point['samples_per_s'] > 0 for point in sweep)
+    svg = os.path.join(RESULTS, '%s-throughput.svg' % results['host'])
+    with open(svg) as handle:
+        assert '<polyline' in handle.read()

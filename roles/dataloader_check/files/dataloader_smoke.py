@@ -185,6 +185,10 @@ def parse_args(argv):
     parser.add_argument('--epochs', type=int, default=1)
     parser.add_argument('--sharing-strategy', default='',
                         help='torch.multiprocessing sharing strategy; empty: PyTorch default')
+    parser.add_argument('--sweep-workers', default='',
+                        type=lambda text: [int(v) for v in text.split(',') if v.strip()],
+                        help='after the run, measure again with each of these worker counts '
+                             '(comma-separated) for a throughput curve')
     parser.add_argument('--soft-nofile', type=int, default=0,
                         help='lower the soft nofile limit to this first (canary)')
     return parser.parse_args(argv)
@@ -209,10 +213,25 @@ def run(args, result):
         raise ValueError('%s holds no samples' % args.data_dir)
     workers = args.num_workers or default_workers(args.max_workers)
     result['num_workers'] = workers
+    measure(torch, dataset, args, workers, result)
+    if args.sweep_workers:
+        # Throughput against num_workers (informational: a failed point does not fail the run).
+        result['sweep'] = []
+        for count in args.sweep_workers:
+            point = {'num_workers': count, 'ok': False, 'error': ''}
+            try:
+                measure(torch, dataset, args, count, point)
+                point['ok'] = True
+            except Exception as exc:  # pylint: disable=broad-except
+                point['error'] = ('%s: %s' % (type(exc).__name__, exc))[-500:]
+            result['sweep'].append(point)
+
+
+def measure(torch, dataset, args, workers, result):
+    """Iterate the dataset with `workers` workers; fill samples/s and the fd peaks into result."""
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=args.batch_size, num_workers=workers,
         prefetch_factor=args.prefetch_factor, timeout=args.timeout, shuffle=False)
-
     sampler = FdSampler()
     sampler.start()
     samples = 0
