@@ -341,7 +341,8 @@ def dataloader_check_plot_svg(results, width=480, height=300):
     left, right, top, bottom = 60, 20, 30, 45
     xs = [x for pts in lines.values() for x, _y in pts]
     ys = [y for pts in lines.values() for _x, y in pts]
-    x_min, x_max = min(xs), max(max(xs), min(xs) + 1)
+    x_min = min(xs)
+    x_max = max(xs + [x_min + 1])
     y_max = max(ys) * 1.1 or 1.0
 
     def px(x):
