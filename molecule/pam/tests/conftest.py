@@ -37,4 +37,3 @@ def pristine_security(host):
     host.check_output('tar -C /etc -cf /root/security-snapshot.tar security')
     yield
     host.check_output('rm -rf /etc/security && tar -C /etc -xf /root/security-snapshot.tar')
-
