@@ -282,6 +282,17 @@ def parse_profile(profile, where='limits'):
     return result
 
 
+def parse_runtime_request(ulimits, shm_size):
+    """A container runtime module's request -> ({item: Limit} or None, shm bytes or None)."""
+    requested = parse_profile(ulimits, 'ulimits') if ulimits is not None else None
+    size = None
+    if shm_size is not None:
+        size = parse_size(shm_size, 'shm_size')
+        if size <= 0:
+            raise LimitError('shm_size: must be larger than 0')
+    return requested, size
+
+
 def format_human(item, value):
     """A readable form of a kernel value, for messages and reports."""
     item = ITEMS[item] if isinstance(item, str) else item

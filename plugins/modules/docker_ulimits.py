@@ -209,13 +209,7 @@ def main():
 
     # 1. The request, in kernel units.
     try:
-        requested = model.parse_profile(params['ulimits'], 'ulimits') \
-            if params['ulimits'] is not None else None
-        shm_size = None
-        if params['shm_size'] is not None:
-            shm_size = model.parse_size(params['shm_size'], 'shm_size')
-            if shm_size <= 0:
-                raise model.LimitError('shm_size: must be larger than 0')
+        requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
     except model.LimitError as exc:
         module.fail_json(msg=str(exc), **result)
 
