@@ -65,6 +65,13 @@ options:
         M(gpufleet.tuning.pam_limits) (C(65536), C(unlimited), C(8MiB); a bare number for a
         size item is KiB). Each probed context is compared with it.
     type: dict
+  baseline:
+    description:
+      - RV(contexts) of an earlier run (before a change). With O(expect), RV(regressions)
+        lists the items where a context now gets less than it got then and less than
+        O(expect), which is what the silent pam_limits fallback (every limit of the session back to its
+        default) looks like. A profile that lowers a limit on purpose is not a regression.
+    type: dict
   timeout:
     description: Seconds each probe may run.
     type: int
@@ -134,6 +141,12 @@ gaps:
   elements: dict
   sample: [{context: docker, item: nofile, expected: {soft: 65536, hard: 65536},
             actual: {soft: 1024, hard: 524288}, sides: [soft]}]
+regressions:
+  description: With O(baseline) and O(expect), items below both their O(baseline) value and
+    O(expect), each with C(context), C(item), C(before), C(after), C(expected), C(sides).
+  returned: always
+  type: list
+  elements: dict
 table:
   description: RV(gaps) as a plain-text table context x item -> expected / actual.
   returned: always
@@ -229,6 +242,7 @@ def main():
             run_options=dict(type='list', elements='str', default=[]),
             units=dict(type='list', elements='str', default=[]),
             expect=dict(type='dict'),
+            baseline=dict(type='dict'),
             timeout=dict(type='int', default=60),
         ),
         required_if=[
@@ -238,7 +252,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    result = dict(changed=False, contexts={}, errors=[], gaps=[], table='',
+    result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
                   ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
     for context, image in (('docker', 'docker_image'), ('podman', 'podman_image')):
         if context in params['contexts'] and not params[image]:
@@ -296,6 +310,12 @@ def main():
     if expected is not None:
         result['gaps'] = effective.gaps(expected, observed)
         result['table'] = effective.gap_table(result['gaps']) if result['gaps'] else ''
+        for context, entry in sorted((params['baseline'] or {}).items()):
+            if context in observed and isinstance(entry, dict):
+                before = effective.from_public(entry.get('limits'))
+                for found in effective.regressions(before, observed[context], expected):
+                    found['context'] = context
+                    result['regressions'].append(found)
     module.exit_json(**result)
 
 

@@ -177,3 +177,22 @@ def test_module_reports_a_missing_unit(tmp_path):
     result = run_module(tmp_path, {'contexts': [], 'units': ['gpufleet-no-such-unit']})
     assert result['errors'][0]['context'] == 'unit:gpufleet-no-such-unit.service'
     assert 'gpufleet-no-such-unit.service' in result['contexts']['unit:gpufleet-no-such-unit.service']['command']
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='runuser -l needs root')
+def test_module_regressions_against_a_baseline(tmp_path):
+    first = run_module(tmp_path, {'contexts': ['login']})
+    nofile = first['contexts']['login']['limits']['nofile']
+    if nofile['hard'] == U:
+        pytest.skip('needs a numeric hard nofile')
+    # A baseline with more than a login gets now, and a profile above it: a regression.
+    baseline = {'login': {'limits': {'nofile': {'soft': nofile['hard'] + 10,
+                                                'hard': nofile['hard'] + 10}}}}
+    result = run_module(tmp_path, {'contexts': ['login'], 'baseline': baseline,
+                                   'expect': {'nofile': nofile['hard'] + 5}})
+    assert [(r['context'], r['item'], r['sides']) for r in result['regressions']] == [
+        ('login', 'nofile', ['soft', 'hard'])]
+    # The same baseline with a profile the login meets: a lowering on purpose, no regression.
+    result = run_module(tmp_path, {'contexts': ['login'], 'baseline': baseline,
+                                   'expect': {'nofile': {'hard': nofile['hard']}}})
+    assert result['regressions'] == []
