@@ -1,0 +1,134 @@
+"""The limits role's effect where training processes start, measured in real processes."""
+import json
+import os
+import subprocess
+
+from conftest import (EXPECTED, FILES, USER, as_user, parse, profile_part,
+                      user_service_limits)
+from scenario_support import ansible_command, checksums, run_module
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+PLAYBOOK = os.path.join(ROOT, 'playbooks', 'tune_gpu_nodes.yml')
+
+
+def test_login_session_of_a_training_user(host):
+    limits = parse(host.check_output("runuser -l %s -c 'cat /proc/self/limits'" % USER))
+    assert profile_part(limits) == EXPECTED
+
+
+def test_login_session_of_root(host):
+    limits = parse(host.check_output("runuser -l root -c 'cat /proc/self/limits'"))
+    assert profile_part(limits) == EXPECTED
+
+
+def test_system_service(host):
+    limits = parse(host.check_output('systemd-run --wait --pipe --quiet -p User=%s '
+                                     'cat /proc/self/limits' % USER))
+    assert profile_part(limits) == EXPECTED
+
+
+def test_user_manager_service(host):
+    assert profile_part(user_service_limits(host)) == EXPECTED
+
+
+def test_new_container(host):
+    limits = parse(host.check_output('docker run --rm --network=none tiny:latest '
+                                     'cat /proc/self/limits'))
+    assert profile_part(limits) == EXPECTED
+    shm = host.check_output('docker run --rm --network=none tiny:latest df -k /dev/shm')
+    assert int(shm.splitlines()[-1].split()[1]) == 1024 * 1024
+
+
+def test_one_entry_per_domain_and_item_in_the_limits_file(host):
+    lines = [line.split() for line in
+             host.file(FILES[0]).content_string.splitlines()
+             if line.strip() and not line.startswith('#')]
+    assert sorted(tuple(line) for line in lines) == sorted(
+        (domain, side, item, value) for domain in ('*', 'root') for side in ('soft', 'hard')
+        for item, value in (('nofile', '16384'), ('nproc', '8192'), ('memlock', '8192')))
+
+
+def test_effective_limits_module_sees_no_gap(host):
+    ok, result, out = run_module(host, 'gpufleet.tuning.effective_limits', {
+        'user': USER, 'contexts': ['login', 'service', 'user_manager', 'docker'],
+        'docker_image': 'tiny:latest', 'expect': {'nofile': 16384, 'nproc': 8192,
+                                                  'memlock': '8MiB'}})
+    assert ok, out
+    assert result['errors'] == [] and result['gaps'] == []
+    assert sorted(result['contexts']) == ['docker', 'login', 'service', 'user_manager']
+    # And it does see a gap when the profile asks for more than a context has.
+    ok, result, out = run_module(host, 'gpufleet.tuning.effective_limits', {
+        'user': USER, 'contexts': ['service'], 'expect': {'nofile': 18000}})
+    assert ok, out
+    assert result['gaps'] == [{'context': 'service', 'item': 'nofile',
+                               'expected': {'soft': 18000, 'hard': 18000},
+                               'actual': {'soft': 16384, 'hard': 16384},
+                               'sides': ['soft', 'hard']}]
+
+
+def test_tune_playbook_check_diff_changes_nothing(host):
+    """tune_gpu_nodes.yml --check --diff with another profile: reports changes, writes none."""
+    before = checksums(host, FILES)
+    mtimes = dict((path, host.file(path).mtime) for path in FILES)
+    login = parse(host.check_output("runuser -l %s -c 'cat /proc/self/limits'" % USER))
+    extra = {'limits_profile': {'nofile': 12288, 'nproc': 4096, 'memlock': '4MiB'},
+             'limits_contexts': ['pam', 'systemd_system', 'systemd_user', 'docker'],
+             'limits_verify_user': USER,
+             # roles/dataloader_check/meta/argument_specs.yml templates its default from
+             # pytorch_env_python, which only pytorch_env sets: with --tags limits the
+             # argument validation of dataloader_check fails without it (reported).
+             'pytorch_env_python': '/usr/bin/python3'}
+    cmd = ansible_command(host, ['ansible-playbook', PLAYBOOK, '--check', '--diff',
+                                 '--tags', 'limits', '-e', json.dumps(extra),
+                                 '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout
+    assert '-root\tsoft\tnofile\t16384' in proc.stdout or '-root soft nofile 16384' in \
+        ' '.join(proc.stdout.split()).replace('\t', ' '), proc.stdout
+    assert 'DefaultLimitNOFILE=12288' in proc.stdout
+    assert checksums(host, FILES) == before
+    assert dict((path, host.file(path).mtime) for path in FILES) == mtimes
+    after = parse(host.check_output("runuser -l %s -c 'cat /proc/self/limits'" % USER))
+    assert after == login
+
+
+def test_user_manager_still_runs(host):
+    assert host.run(as_user('systemctl --user is-system-running')).rc in (0, 1)
+    assert host.service('user@1001.service').is_running
+
+
+def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
+    before = checksums(host, FILES)
+    extra = {'limits_profile': {'nofile': 18000, 'nproc': 8192, 'memlock': '8MiB'},
+             'limits_verify_user': USER, 'limits_verify_docker_image': 'tiny:latest',
+             'audit_reports_dir': str(tmp_path)}
+    cmd = ansible_command(host, ['ansible-playbook', os.path.join(ROOT, 'playbooks',
+                                                                  'audit_limits.yml'),
+                                 '-e', json.dumps(extra), '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout
+    assert checksums(host, FILES) == before
+    with open(str(tmp_path / 'limits-audit.json')) as handle:
+        report = json.load(handle)
+    node = report['hosts'][host.backend.host]
+    assert node['errors'] == []
+    rows = dict(((r['context'], r['item']), r) for r in node['rows'])
+    assert sorted(set(r['context'] for r in node['rows'])) == [
+        'docker', 'login', 'service', 'user_manager']
+    login = rows[('login', 'nofile')]
+    assert login['actual'] == '16384:16384' and login['expected'] == '18000:18000'
+    assert login['gap'] == 'soft+hard'
+    assert login['source'].startswith(FILES[0] + ':')
+    assert rows[('service', 'nofile')]['source'].startswith(FILES[1] + ':')
+    assert rows[('user_manager', 'nproc')]['source'].startswith(FILES[2] + ':')
+    assert rows[('docker', 'memlock')]['source'].startswith(FILES[3] + ':')
+    assert rows[('docker', 'nproc')]['gap'] == ''
+    assert sorted(set((g['context'], g['item']) for g in node['gaps'])) == [
+        ('docker', 'nofile'), ('login', 'nofile'), ('service', 'nofile'),
+        ('user_manager', 'nofile')]
+    markdown = (tmp_path / 'limits-audit.md').read_text()
+    assert '| %s | login | nofile | 16384:16384 | 18000:18000 | **soft+hard** | %s:' % (
+        host.backend.host, FILES[0]) in markdown
+    assert 'host' in proc.stdout and '18000:18000' in proc.stdout

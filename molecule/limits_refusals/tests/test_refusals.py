@@ -1,0 +1,99 @@
+"""The limits role's refusals, its verification failure with and without rollback, and a dockerd
+restart left pending by policy, on a node converged with BASELINE."""
+# The fixtures unchanged and site_file come from conftest.py.
+from conftest import (BASELINE, FILES, checksums, container_limits, login_limits, run_role,
+                      service_limits, user_service_limits)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
+
+LOWER = {'nofile': 12288, 'nproc': 8192, 'memlock': '8MiB'}
+BASE_NOFILE = Limit(16384, 16384)
+
+
+def test_baseline_in_effect(host):
+    assert login_limits(host)['nofile'] == BASE_NOFILE
+    assert service_limits(host)['nofile'] == BASE_NOFILE
+    assert container_limits(host)['nofile'] == BASE_NOFILE
+
+
+def test_role_defaults_are_refused_on_this_node(host, unchanged):
+    rc, out = run_role(host)
+    assert rc == 2, out
+    assert 'hard nofile 65536 is above what login services can set here (20000' in out, out
+    assert 'hard memlock unlimited is above what login services can set here' in out, out
+    assert login_limits(host)['nofile'] == BASE_NOFILE
+
+
+def test_profile_above_the_ceiling_is_refused(host, unchanged):
+    rc, out = run_role(host, limits_profile=dict(BASELINE, nofile=30000))
+    assert rc == 2, out
+    assert 'hard nofile 30000 is above what login services can set here (20000' in out, out
+
+
+def test_nofile_unlimited_is_refused(host, unchanged):
+    rc, out = run_role(host, limits_profile=dict(BASELINE, nofile='unlimited'))
+    assert rc == 2, out
+    assert 'nofile cannot be unlimited: Linux-PAM >= 1.5.2 silently' in out, out
+
+
+def test_conflicting_later_limits_file_is_refused(host, unchanged, site_file):
+    path = site_file('95-site.conf', '* soft nofile 4096\n* hard nofile 4096\n')
+    rc, out = run_role(host, limits_profile=LOWER)
+    assert rc == 2, out
+    assert 'requested entries are overridden later in pam_limits order' in out, out
+    assert path in out, out
+
+
+def test_failed_verification_rolls_back_every_file(host, site_file):
+    # A user line (more specific than *) gives the probe user less than the profile.
+    site_file('10-site.conf', 'trainer soft nofile 2048\ntrainer hard nofile 2048\n')
+    before = checksums(host, FILES)
+    rc, out = run_role(host, limits_profile=LOWER, limits_rollback='failure')
+    assert rc == 2, out
+    # The user manager's own PAM session (systemd-user) applies the user line too, and a user
+    # service cannot exceed its manager: both contexts miss the profile.
+    assert 'The profile is not in effect in login, user_manager for trainer' in out, out
+    assert 'login nofile 12288:12288 2048:2048 soft+hard' in out, out
+    assert 'user_manager nofile 12288:12288 2048:2048 soft+hard' in out, out
+    assert 'Rolled back: the files this run changed were restored' in out, out
+    assert checksums(host, FILES) == before
+    # And the restored files are in effect again: systemd re-executed, dockerd restarted.
+    assert service_limits(host)['nofile'] == BASE_NOFILE
+    assert container_limits(host)['nofile'] == BASE_NOFILE
+    host.run('rm -f /etc/security/limits.d/10-site.conf')
+    assert user_service_limits(host)['nofile'] == BASE_NOFILE
+
+
+def test_failed_verification_without_regression_keeps_the_files(host, site_file):
+    """limits_rollback=regression (the default): the user line was there before, so logins
+    do not get less than before: the play fails but keeps the new files."""
+    site_file('10-site.conf', 'trainer soft nofile 2048\ntrainer hard nofile 2048\n')
+    before = checksums(host, FILES)
+    rc, out = run_role(host, limits_profile=LOWER)
+    assert rc == 2, out
+    assert 'login nofile 12288:12288 2048:2048 soft+hard' in out, out
+    assert 'Nothing was rolled back (limits_rollback=regression)' in out, out
+    after = checksums(host, FILES)
+    assert all(after[path] != before[path] for path in FILES)
+    assert service_limits(host)['nofile'] == Limit(12288, 12288)
+    host.run('rm -f /etc/security/limits.d/10-site.conf')
+    rc, out = run_role(host, limits_profile=BASELINE)
+    assert rc == 0, out
+    assert checksums(host, FILES) == before
+
+
+def test_dockerd_restart_pending_while_a_container_runs(host):
+    host.check_output('docker run -d --name gpufleet-busy --network=none tiny:latest sleep 600')
+    try:
+        rc, out = run_role(host, limits_profile=LOWER, limits_contexts=['docker'])
+        assert rc == 0, out
+        assert 'Pending: docker (limits_docker_restart=when_idle, running containers: 1' in out
+        assert '"Soft": 12288' in host.file('/etc/docker/daemon.json').content_string
+        # dockerd was not restarted: the busy container runs, new ones get the old limits.
+        assert host.check_output("docker inspect -f '{{.State.Running}}' gpufleet-busy") == 'true'
+        assert container_limits(host)['nofile'] == BASE_NOFILE
+    finally:
+        host.run('docker rm -f gpufleet-busy')
+    rc, out = run_role(host, limits_profile=BASELINE, limits_contexts=['docker'],
+                       limits_docker_restart='always')
+    assert rc == 0, out
+    assert container_limits(host)['nofile'] == BASE_NOFILE
