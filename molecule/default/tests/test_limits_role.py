@@ -3,7 +3,7 @@ import json
 import os
 import subprocess
 
-from conftest import (EXPECTED, FILES, USER, as_user, parse, profile_part,
+from conftest import (EXPECTED, FILES, USER, Limit, as_user, parse, profile_part,
                       user_service_limits)
 from scenario_support import ansible_command, checksums, run_module
 
@@ -132,3 +132,43 @@ def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
     assert '| %s | login | nofile | 16384:16384 | 18000:18000 | **soft+hard** | %s:' % (
         host.backend.host, FILES[0]) in markdown
     assert 'host' in proc.stdout and '18000:18000' in proc.stdout
+
+
+def proc_limits(host, pid):
+    return parse(host.file('/proc/%s/limits' % pid).content_string)
+
+
+def main_pid(host, unit):
+    return host.check_output('systemctl show -p MainPID --value %s' % unit).strip()
+
+
+def test_detected_contexts_containerd_podman_and_units(host):
+    """The role with limits_contexts left empty: it finds containerd and Podman too, and gives
+    the profile to containerd and a listed unit (restarted); runs last, it changes the node."""
+    extra = {'limits_profile': {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'},
+             'limits_units': ['gpufleet-sleeper'], 'limits_verify_user': USER,
+             'limits_verify_docker_image': 'tiny:latest',
+             'limits_verify_podman_image': 'localhost/tiny:latest'}
+    sleeper_before = main_pid(host, 'gpufleet-sleeper.service')
+    assert proc_limits(host, sleeper_before)['nofile'] == Limit(2048, 2048)
+    cmd = ansible_command(host, ['ansible-playbook', os.path.join(ROOT, 'molecule', 'default',
+                                                                  'role.yml'),
+                                 '-e', json.dumps(extra), '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    out = ' '.join(proc.stdout.split())
+    assert proc.returncode == 0, proc.stdout
+    assert ('Contexts: pam, systemd_system, systemd_user, docker, containerd, podman; '
+            'units: gpufleet-sleeper.service, containerd.service') in out, out
+    # Unit drop-ins override the unit's own LimitNOFILE=2048 and the units were restarted.
+    sleeper = main_pid(host, 'gpufleet-sleeper.service')
+    assert sleeper != sleeper_before
+    assert profile_part(proc_limits(host, sleeper)) == EXPECTED
+    assert profile_part(proc_limits(host, main_pid(host, 'containerd.service'))) == EXPECTED
+    limits = parse(host.check_output('podman run --rm --network=none localhost/tiny:latest '
+                                     'cat /proc/self/limits'))
+    assert profile_part(limits) == EXPECTED
+    # Docker still answers after containerd's restart.
+    limits = parse(host.check_output('docker run --rm --network=none tiny:latest '
+                                     'cat /proc/self/limits'))
+    assert profile_part(limits) == EXPECTED
