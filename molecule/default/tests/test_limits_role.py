@@ -73,11 +73,7 @@ def test_tune_playbook_check_diff_changes_nothing(host):
     login = parse(host.check_output("runuser -l %s -c 'cat /proc/self/limits'" % USER))
     extra = {'limits_profile': {'nofile': 12288, 'nproc': 4096, 'memlock': '4MiB'},
              'limits_contexts': ['pam', 'systemd_system', 'systemd_user', 'docker'],
-             'limits_verify_user': USER,
-             # roles/dataloader_check/meta/argument_specs.yml templates its default from
-             # pytorch_env_python, which only pytorch_env sets: with --tags limits the
-             # argument validation of dataloader_check fails without it (reported).
-             'pytorch_env_python': '/usr/bin/python3'}
+             'limits_verify_user': USER}
     cmd = ansible_command(host, ['ansible-playbook', PLAYBOOK, '--check', '--diff',
                                  '--tags', 'limits', '-e', json.dumps(extra),
                                  '--limit', host.backend.host])
