@@ -17,7 +17,7 @@ export MOLECULE_DISTRO
 export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean
+.PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean demo demo-test lab-up lab-down
 
 all: test
 
@@ -58,10 +58,37 @@ molecule: setup
 test: lint sanity vermin unit build
 	$(MAKE) images IMAGES=$(MOLECULE_DISTRO)
 	$(MAKE) molecule
+	$(MAKE) demo-test
 
 build: setup
 	mkdir -p build
 	ansible-galaxy collection build --force --output-path build .
+
+# The local lab: three node containers, audit before, tune, audit after (README's first command).
+LAB_INVENTORY := $(ROOT)/build/lab/inventory.yml
+demo:
+	bash scripts/bootstrap-host.sh
+	$(MAKE) setup
+	$(MAKE) images IMAGES=debian12
+	$(MAKE) lab-up
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/before
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/tune_gpu_nodes.yml --tags limits
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/after
+	@echo; echo "=== before ==="; cat build/lab/before/limits-audit.md
+	@echo; echo "=== after ==="; cat build/lab/after/limits-audit.md
+	@echo; echo "make lab-down removes the lab"
+
+# make demo, then check its audits (gaps before, none after) and remove the lab.
+demo-test:
+	$(MAKE) demo
+	python3 scripts/check_demo.py build/lab
+	$(MAKE) lab-down
+
+lab-up: setup
+	lab/lab.sh up
+
+lab-down:
+	lab/lab.sh down
 
 clean:
 	rm -rf build tests/output .cache

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The local lab: node containers (systemd as PID 1, logind, a dockerd of their own) that stand in
+# for a GPU fleet.
+#   lab/lab.sh up     start LAB_NODES (3) nodes from LAB_IMAGE, write build/lab/inventory.yml,
+#                     prepare them (training user with a user manager, tiny container image)
+#   lab/lab.sh down   remove the nodes
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+nodes=${LAB_NODES:-3}
+image=${LAB_IMAGE:-gpufleet-node:debian12}
+dir="$root/build/lab"
+inventory="$dir/inventory.yml"
+
+names() { for i in $(seq 1 "$nodes"); do echo "gpufleet-lab-$i"; done; }
+
+down() {
+  docker ps -a --format '{{.Names}}' | grep '^gpufleet-lab-' | xargs -r docker rm -f >/dev/null
+  rm -f "$inventory"
+  echo "lab removed"
+}
+
+up() {
+  mkdir -p "$dir"
+  for name in $(names); do
+    docker rm -f "$name" >/dev/null 2>&1 || true
+    docker run -d --name "$name" --hostname "$name" \
+      --cap-add SYS_ADMIN --cap-add NET_ADMIN \
+      --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+      --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /run --tmpfs /run/lock \
+      "$image" /lib/systemd/systemd >/dev/null
+  done
+  {
+    echo '# Written by lab/lab.sh: the local lab, a stand-in for a GPU fleet.'
+    echo 'gpu_nodes:'
+    echo '  hosts:'
+    for name in $(names); do echo "    $name:"; done
+    echo '  vars:'
+    echo '    ansible_connection: community.docker.docker'
+    echo '    ansible_python_interpreter: /usr/bin/python3'
+    sed 's/^/    /' "$root/lab/lab_vars.yml" | grep -v '^    #\|^    ---'
+  } > "$inventory"
+  ansible-playbook -i "$inventory" "$root/lab/prepare.yml"
+  echo "lab up: $(names | tr '\n' ' ')(inventory: $inventory)"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: lab/lab.sh up|down" >&2; exit 2 ;;
+esac

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Check what `make demo` left in build/lab: before tuning every lab node had gaps to the
+profile, after tuning none, in every context, and no probe failed."""
+import json
+import os
+import sys
+
+lab = sys.argv[1] if len(sys.argv) > 1 else 'build/lab'
+with open(os.path.join(lab, 'before', 'limits-audit.json')) as handle:
+    before = json.load(handle)['hosts']
+with open(os.path.join(lab, 'after', 'limits-audit.json')) as handle:
+    after = json.load(handle)['hosts']
+problems = []
+if len(after) < 3:
+    problems.append('expected 3 lab nodes, the audit saw %d' % len(after))
+for host in sorted(after):
+    if not before.get(host, {}).get('gaps'):
+        problems.append('%s: no gaps before tuning: the audit could not have shown a change' % host)
+    if after[host].get('gaps'):
+        problems.append('%s: gaps after tuning: %s' % (host, after[host]['gaps']))
+    if after[host].get('errors'):
+        problems.append('%s: probes failed: %s' % (host, after[host]['errors']))
+    contexts = sorted(after[host].get('contexts', {}))
+    for wanted in ('login', 'service', 'user_manager', 'docker'):
+        if wanted not in contexts:
+            problems.append('%s: context %s was not probed (%s)' % (host, wanted, contexts))
+if problems:
+    print('demo check failed:\n  ' + '\n  '.join(problems))
+    sys.exit(1)
+print('demo check: %d nodes, %d gaps before, 0 after, contexts login/service/user_manager/docker'
+      % (len(after), sum(len(h.get('gaps', [])) for h in before.values())))
