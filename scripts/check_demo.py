@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Check what `make demo` left in build/lab: before tuning every lab node had gaps to the
 profile, after tuning none, in every context, and no probe failed."""
 import json
