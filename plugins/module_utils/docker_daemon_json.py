@@ -207,10 +207,7 @@ def read_shm_size(data, text=None, path=DAEMON_JSON):
 
 def format_shm_size(value):
     """bytes -> the shortest exact size string dockerd reads (``8G``, ``512M``, ``65536``)."""
-    for suffix, factor in (('T', 1024 ** 4), ('G', 1024 ** 3), ('M', 1024 ** 2), ('K', 1024)):
-        if value >= factor and value % factor == 0:
-            return '%d%s' % (value // factor, suffix)
-    return str(value)
+    return model.format_size(value, short=True)
 
 
 def merge(data, ulimits=None, shm_size=None, purge=False):
@@ -474,10 +471,9 @@ def parse_probe(text):
     for line in text.splitlines():
         fields = line.split()
         if len(fields) >= 4 and fields[1] == '/dev/shm':
-            match = re.search(r'(?:^|,)size=(\d+)([kmg]?)(?:,|$)', fields[3])
+            match = re.search(r'(?:^|,)size=(\d+[kmg]?)(?:,|$)', fields[3])
             if match:
-                shm = int(match.group(1)) * {'': 1, 'k': 1024, 'm': 1024 ** 2,
-                                             'g': 1024 ** 3}[match.group(2)]
+                shm = model.parse_size(match.group(1), '/dev/shm size')
             elif fields[2] == 'tmpfs':
                 shm = None
     return limits, shm
@@ -488,8 +484,7 @@ def limits_result(limits, sources=None):
     result = OrderedDict()
     for name, limit in limits.items():
         entry = OrderedDict([('soft', limit.soft), ('hard', limit.hard),
-                             ('human', '%s:%s' % (model.format_human(name, limit.soft),
-                                                  model.format_human(name, limit.hard)))])
+                             ('human', model.format_limit(name, limit))])
         if sources and name in sources:
             entry['source'] = sources[name]
         result[name] = entry

@@ -132,7 +132,7 @@ def human_limit(item, limit):
         return '(none)'
     if isinstance(limit, dict):
         limit = model.Limit(limit.get('soft'), limit.get('hard'))
-    return '%s:%s' % (model.format_human(item, limit.soft), model.format_human(item, limit.hard))
+    return model.format_limit(item, limit)
 
 
 def public_limits(limits):

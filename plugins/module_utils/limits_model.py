@@ -309,12 +309,18 @@ def format_human(item, value):
     return str(value)
 
 
-def format_size(value):
-    for suffix, factor in (('TiB', 1024 ** 4), ('GiB', 1024 ** 3), ('MiB', 1024 ** 2),
-                           ('KiB', 1024)):
+def format_limit(item, limit):
+    """A Limit as readable ``soft:hard`` (``8MiB:unlimited``), for messages and reports."""
+    return '%s:%s' % (format_human(item, limit.soft), format_human(item, limit.hard))
+
+
+def format_size(value, short=False):
+    """bytes -> the largest exact base-1024 unit: ``64MiB`` (or ``64M`` with ``short``, the form
+    systemd and dockerd read; a value that is no whole KiB stays a plain number of bytes)."""
+    for suffix, factor in (('T', 1024 ** 4), ('G', 1024 ** 3), ('M', 1024 ** 2), ('K', 1024)):
         if value >= factor and value % factor == 0:
-            return '%d%s' % (value // factor, suffix)
-    return '%dB' % value
+            return '%d%s' % (value // factor, suffix if short else suffix + 'iB')
+    return str(value) if short else '%dB' % value
 
 
 # --- limits.conf (pam_limits) -------------------------------------------------------------
@@ -400,11 +406,7 @@ def _systemd_side(item, value):
     if value == UNLIMITED:
         return 'infinity'
     if item.kind == 'size':
-        for suffix, factor in (('T', 1024 ** 4), ('G', 1024 ** 3), ('M', 1024 ** 2),
-                               ('K', 1024)):
-            if value >= factor and value % factor == 0:
-                return '%d%s' % (value // factor, suffix)
-        return str(value)
+        return format_size(value, short=True)
     # nice: systemd reads a signed number as a nice level and an unsigned one as the raw
     # RLIMIT_NICE value; the raw form covers the whole range (0..40).
     return str(value)
