@@ -10,8 +10,11 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 
 HEADER = ('# Managed by gpufleet.tuning.pam_limits: resource limits for login sessions.\n'
           '# Lines for other domains and items, and comments, are kept as they are.\n')
@@ -269,3 +272,63 @@ def target_is_read(target, limits_conf, limits_dir):
         return True
     return (os.path.dirname(os.path.abspath(target)) == os.path.abspath(limits_dir)
             and target.endswith('.conf'))
+
+
+def plan_change(params, ceiling=None):
+    """The pam_limits module's plan: guards, layout, conflicts and the new file; nothing written.
+
+    ``params``: the module's options (limits, path, state, exclusive, on_conflict, force, mode,
+    limits_conf, limits_dir). Returns a changes.Change; raises changes.Failure.
+    """
+    path = params['path']
+    result = dict(changed=False, path=path, entries=[], conflicts=[], overrides=[], invalid=[])
+    try:
+        entries = parse_entries(params['limits'], params['state'])
+    except PlanError as exc:
+        raise changes.Failure(str(exc), result)
+    result['entries'] = [e.as_dict() for e in entries]
+
+    errors, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), params['force'])
+    if errors:
+        raise changes.Failure('; '.join(errors), result, errors=errors)
+    warnings = forced + wildcard_root_warnings(entries)
+    if not target_is_read(path, params['limits_conf'], params['limits_dir']):
+        warnings.append('%s is not read by pam_limits (only %s and %s/*.conf are)'
+                        % (path, params['limits_conf'], params['limits_dir']))
+
+    try:
+        files = read_layout(params['limits_conf'], params['limits_dir'], path)
+        current = safe_file.read_bytes(path)
+    except (safe_file.FileError, IOError, OSError) as exc:
+        raise changes.Failure(str(exc), result)
+    for limits_file in files:
+        result['invalid'].extend(line.as_dict() for line in limits_file.invalid())
+    warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in result['invalid'])
+
+    if params['state'] == 'present':
+        conflicts, overrides = find_conflicts(entries, files, path)
+        result['conflicts'] = conflicts
+        result['overrides'] = overrides
+        if conflicts:
+            message = 'requested entries are overridden later in pam_limits order: ' + '; '.join(
+                c['reason'] for c in conflicts)
+            if params['on_conflict'] == 'fail':
+                raise changes.Failure(message + ' (nothing written; fix those files or set '
+                                                'on_conflict=warn)', result)
+            warnings.append(message)
+
+    current_text = None if current is None else conf.decode_bytes(current)
+    try:
+        new_text = plan_file(current_text, entries, params['state'], params['exclusive'])
+    except PlanError as exc:
+        raise changes.Failure(str(exc), result)
+
+    changed = not (current_text is None and (params['state'] == 'absent' or not new_text)
+                   or current_text is not None and new_text == current_text)
+    mode = params['mode']
+    if isinstance(mode, str):
+        mode = int(mode, 8)
+    change = changes.Change(path, result, current_text, new_text if changed else current_text,
+                            changed=changed, mode=mode)
+    change.warnings = warnings
+    return change

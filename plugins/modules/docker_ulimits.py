@@ -160,34 +160,11 @@ backup_file:
   sample: /etc/docker/daemon.json.1234.2024-01-01@12:00:00~
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import (
-    FileError, write_atomic)
-
-
-def running_containers(module, config):
-    """{count, live_restore} from the docker CLI, falling back to daemon.json for live_restore."""
-    count = None
-    live_restore = None
-    docker = module.get_bin_path('docker')
-    if docker:
-        env = {'LANG': 'C', 'LC_ALL': 'C'}
-        rc, out, _err = module.run_command([docker, 'ps', '-q'], environ_update=env)
-        if rc == 0:
-            count = len([line for line in out.splitlines() if line.strip()])
-        rc, out, _err = module.run_command(
-            [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=env)
-        if rc == 0 and out.strip() in ('true', 'false'):
-            live_restore = out.strip() == 'true'
-    if live_restore is None:
-        live_restore = bool(config.get(dj.LIVE_RESTORE_KEY, False))
-    return {'count': count, 'live_restore': live_restore}
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 
 
 def main():
@@ -203,85 +180,8 @@ def main():
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,
     )
-    params = module.params
-    path = params['path']
-    result = dict(changed=False, path=path, restart_required=False)
-
-    # 1. The request, in kernel units.
-    try:
-        requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
-    except model.LimitError as exc:
-        module.fail_json(msg=str(exc), **result)
-
-    # 2. The file as it is.
-    try:
-        raw, data = dj.read(path)
-    except (dj.DaemonJsonError, FileError) as exc:
-        module.fail_json(msg=str(exc), **result)
-    text = to_text(raw, errors='surrogate_or_strict') if raw is not None else ''
-
-    # 3. The plan.
-    current = {}
-    section = data.get(dj.ULIMITS_KEY)
-    try:
-        if section is not None and not isinstance(section, dict):
-            dj.read_ulimits(data, text, path)          # raises, naming line and column
-        for name, entry in (section or {}).items():
-            try:
-                item, limit = model.from_docker(name, entry)
-            except model.LimitError as exc:
-                place = dj.where(text, (dj.ULIMITS_KEY, name), path)
-                if requested is None or (name not in requested and not params['purge']):
-                    raise dj.DaemonJsonError('%s: %s' % (place, exc))
-                module.warn('%s: replacing the unreadable default-ulimits entry %r (%s)'
-                            % (place, name, exc))
-                continue
-            current[item.name] = limit
-        if requested is not None:
-            requested = dj.complete_limits(requested, current, 'ulimits')
-    except (dj.DaemonJsonError, model.LimitError) as exc:
-        module.fail_json(msg=str(exc), **result)
-
-    new = dj.merge(data, requested, shm_size, params['purge'])
-
-    written = []
-    if requested is not None and new.get(dj.ULIMITS_KEY):
-        written.append(dj.ULIMITS_KEY)
-    if shm_size is not None:
-        written.append(dj.SHM_KEY)
-    conflicts = dj.unit_flag_conflicts(written, params['unit'])
-    if conflicts:
-        module.fail_json(msg=dj.conflict_message(conflicts, path), conflicts=[
-            {'key': key, 'flag': flag, 'source': source} for key, flag, source in conflicts],
-            **result)
-
-    changed = new != data
-    new_raw = dj.render(new) if changed else raw
-    result['default_ulimits'] = new.get(dj.ULIMITS_KEY, {})
-    result['default_shm_size'] = new.get(dj.SHM_KEY)
-    result['changed'] = changed
-    result['restart_required'] = changed
-    if module._diff:
-        result['diff'] = dict(
-            before_header=path, after_header=path, before=text,
-            after=to_text(new_raw, errors='surrogate_or_strict') if new_raw is not None else '')
-
-    # 4. Apply.
-    if changed and not module.check_mode:
-        try:
-            backup_file = write_atomic(path, new_raw, mode=0o644, backup=params['backup'])
-        except FileError as exc:
-            module.fail_json(msg=str(exc), **result)
-        if backup_file:
-            result['backup_file'] = backup_file
-
-    result['running_containers'] = running_containers(module, new)
-    if changed and result['running_containers']['count'] and \
-            not result['running_containers']['live_restore']:
-        module.warn('restarting dockerd to apply %s stops the %d running container(s); '
-                    'live-restore is off' % (os.path.basename(path),
-                                             result['running_containers']['count']))
-    module.exit_json(**result)
+    change = changes.run_guarded(module, runtime_plan.plan_docker, module.params, module)
+    changes.finish(module, change, backup=module.params['backup'])
 
 
 if __name__ == '__main__':

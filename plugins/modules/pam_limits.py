@@ -193,12 +193,10 @@ backup_file:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan as plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 
 
 def main():
@@ -223,80 +221,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    path = params['path']
-    result = dict(changed=False, path=path, entries=[], conflicts=[], overrides=[], invalid=[])
-
-    try:
-        entries = plan.parse_entries(params['limits'], params['state'])
-    except plan.PlanError as exc:
-        module.fail_json(msg=to_native(exc), **result)
-    result['entries'] = [e.as_dict() for e in entries]
-
-    ceiling = host_limits.Ceiling()
-    errors, forced = plan.check_ceilings(entries, ceiling, params['force'])
-    if errors:
-        module.fail_json(msg='; '.join(errors), errors=errors, **result)
-    for message in forced + plan.wildcard_root_warnings(entries):
-        module.warn(message)
-    if not plan.target_is_read(path, params['limits_conf'], params['limits_dir']):
-        module.warn('%s is not read by pam_limits (only %s and %s/*.conf are)'
-                    % (path, params['limits_conf'], params['limits_dir']))
-
-    try:
-        files = plan.read_layout(params['limits_conf'], params['limits_dir'], path)
-        current = safe_file.read_bytes(path)
-    except (safe_file.FileError, IOError, OSError) as exc:
-        module.fail_json(msg=to_native(exc), **result)
-    for limits_file in files:
-        result['invalid'].extend(line.as_dict() for line in limits_file.invalid())
-    for record in result['invalid']:
-        module.warn('%s:%s: %s' % (record['path'], record['line'], record['problem']))
-
-    if params['state'] == 'present':
-        conflicts, overrides = plan.find_conflicts(entries, files, path)
-        result['conflicts'] = conflicts
-        result['overrides'] = overrides
-        if conflicts:
-            message = 'requested entries are overridden later in pam_limits order: ' + '; '.join(
-                c['reason'] for c in conflicts)
-            if params['on_conflict'] == 'fail':
-                module.fail_json(msg=message + ' (nothing written; fix those files or set '
-                                               'on_conflict=warn)', **result)
-            module.warn(message)
-
-    current_text = None if current is None else conf.decode_bytes(current)
-    try:
-        new_text = plan.plan_file(current_text, entries, params['state'], params['exclusive'])
-    except plan.PlanError as exc:
-        module.fail_json(msg=to_native(exc), **result)
-
-    if current_text is None and params['state'] == 'absent':
-        module.exit_json(**result)
-    if new_text == (current_text or '') and current is not None:
-        module.exit_json(**result)
-    if current is None and not new_text:
-        module.exit_json(**result)
-
-    result['changed'] = True
-    if module._diff:
-        result['diff'] = dict(before=current_text or '', after=new_text,
-                              before_header=path if current is not None else '/dev/null',
-                              after_header=path)
-    if module.check_mode:
-        module.exit_json(**result)
-
-    mode = params['mode']
-    if isinstance(mode, str):
-        mode = int(mode, 8)
-    try:
-        backup_file = safe_file.write_atomic(path, conf.encode_text(new_text), mode=mode,
-                                             backup=params['backup'])
-    except safe_file.FileError as exc:
-        module.fail_json(msg=to_native(exc), **result)
-    if backup_file:
-        result['backup_file'] = backup_file
-    module.exit_json(**result)
+    change = changes.run_guarded(module, plan.plan_change, module.params)
+    changes.finish(module, change, backup=module.params['backup'])
 
 
 if __name__ == '__main__':

@@ -122,16 +122,11 @@ backup_file:
   type: str
 '''
 
-from collections import OrderedDict
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import (
-    FileError, read_bytes, write_atomic)
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 
 
 def main():
@@ -146,79 +141,8 @@ def main():
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,
     )
-    params = module.params
-    path = params['path']
-    result = dict(changed=False, path=path, restart_required=False, overridden_by=[])
-
-    try:
-        requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
-    except model.LimitError as exc:
-        module.fail_json(msg=str(exc), **result)
-
-    try:
-        raw = read_bytes(path)
-        doc = cc.scan(raw if raw is not None else b'', path)
-        values = OrderedDict()
-        current, append, warnings = cc.current_ulimits(doc, requested, params['purge'])
-        for warning in warnings:
-            module.warn(warning)
-        final = current
-        if requested is not None:
-            requested = dj.complete_limits(requested, current, 'ulimits')
-            final = cc.merge_ulimits(current, requested, params['purge'])
-            entry = doc.get(cc.TABLE, cc.ULIMITS_KEY)
-            if final != current or (entry is None and final) or warnings:
-                values[cc.ULIMITS_KEY] = cc.render_ulimits(final, append) if final else None
-        shm_entry = doc.get(cc.TABLE, cc.SHM_KEY)
-        current_shm = None
-        if shm_entry is not None:
-            try:
-                current_shm = cc.read_shm(doc, shm_entry)
-            except cc.TomlError as exc:
-                if shm_size is None:
-                    raise
-                module.warn('%s; replacing it' % exc)
-        if shm_size is not None and current_shm != shm_size:
-            values[cc.SHM_KEY] = cc.render_string(cc.format_shm_size(shm_size))
-        new_text = cc.set_values(doc.text, cc.TABLE, values, path) if values else doc.text
-    except (cc.TomlError, model.LimitError, FileError) as exc:
-        module.fail_json(msg=str(exc), **result)
-
-    new_doc = cc.scan(new_text, path)
-    shm_entry = new_doc.get(cc.TABLE, cc.SHM_KEY)
-    result['default_ulimits'] = [model.to_ulimit_string(name, limit)
-                                 for name, limit in final.items()]
-    result['shm_size'] = new_doc.read_string(shm_entry)[0] if shm_entry is not None else None
-    changed = new_text != doc.text
-    result['changed'] = changed
-    if module._diff:
-        result['diff'] = dict(before_header=path, after_header=path, before=doc.text,
-                              after=new_text)
-    keys = [key for key, present in ((cc.ULIMITS_KEY, final), (cc.SHM_KEY, shm_entry))
-            if present]
-    for place, key in cc.overriding_files(path, keys):
-        result['overridden_by'].append(place)
-        module.warn('%s sets %s too and is read after %s, so it replaces this value'
-                    % (place, key, path))
-
-    if changed and not module.check_mode:
-        try:
-            backup_file = write_atomic(path, to_bytes(new_text, errors='surrogate_or_strict'),
-                                       mode=0o644, backup=params['backup'])
-        except FileError as exc:
-            module.fail_json(msg=str(exc), **result)
-        if backup_file:
-            result['backup_file'] = backup_file
-
-    count = None
-    podman = module.get_bin_path('podman')
-    if podman:
-        rc, out, _err = module.run_command([podman, 'ps', '-q'],
-                                           environ_update={'LANG': 'C', 'LC_ALL': 'C'})
-        if rc == 0:
-            count = len([line for line in out.splitlines() if line.strip()])
-    result['running_containers'] = {'count': count, 'live_restore': None}
-    module.exit_json(**result)
+    change = changes.run_guarded(module, runtime_plan.plan_podman, module.params, module)
+    changes.finish(module, change, backup=module.params['backup'])
 
 
 if __name__ == '__main__':

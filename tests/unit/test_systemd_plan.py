@@ -3,7 +3,7 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
-from ansible_collections.gpufleet.tuning.plugins.modules import systemd_limits as mod
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan as mod
 
 U = m.UNLIMITED
 L = m.Limit

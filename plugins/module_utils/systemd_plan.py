@@ -1,0 +1,201 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Planning a systemd drop-in edit (manager defaults or a unit's Limit*=): request, guards,
+conflicts with files read later, what must be reloaded or restarted. Nothing is written here;
+systemd_limits and limits_profile write the returned Change."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pwd
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+
+
+def parse_request(limits, state):
+    """limits option -> {item: Limit} (present) or [item] / None (absent). Raises LimitError."""
+    if state == 'absent':
+        if limits is None:
+            return None
+        names = []
+        for name in limits:
+            item = model.get_item(name, 'limits.%s' % name)
+            model.systemd_key(item)
+            names.append(item.name)
+        return names
+    if not limits:
+        raise model.LimitError('limits: required with state=present')
+    request = model.parse_profile(limits)
+    for name, limit in request.items():
+        item = model.ITEMS[name]
+        try:
+            model.systemd_key(item)
+        except model.LimitError as exc:
+            raise model.LimitError('limits.%s: %s' % (name, exc))
+        if limit.soft is None or limit.hard is None:
+            raise model.LimitError('limits.%s: systemd needs both soft and hard' % name)
+    return request
+
+
+def check_guards(request, ceiling, force):
+    """(errors, warnings) for values that would not work on this host."""
+    errors, warnings = [], []
+    for name, limit in sorted((request or {}).items()):
+        item = model.ITEMS[name]
+        if name == 'nofile' and (limit.hard == model.UNLIMITED or limit.soft == model.UNLIMITED):
+            errors.append('limits.nofile: unlimited is not possible for nofile; the kernel caps '
+                          'it at fs.nr_open (%s)' % (ceiling.nr_open or 'unknown'))
+            continue
+        if name == 'nofile' and ceiling.nr_open and model.exceeds(limit.hard, ceiling.nr_open):
+            errors.append('limits.nofile: hard %s is above fs.nr_open (%d)'
+                          % (limit.hard, ceiling.nr_open))
+            continue
+        top, reason = ceiling.hard_ceiling(item)
+        if top is not None and model.exceeds(limit.hard, top):
+            message = ('limits.%s: hard %s is above what this host lets systemd set: %s; '
+                       'services would fail to start' % (name, model.format_human(item, limit.hard),
+                                                         reason))
+            if force:
+                warnings.append(message + ' (written because force=true)')
+            else:
+                errors.append(message + ' (set force=true to write it anyway)')
+    return errors, warnings
+
+
+def find_conflicts(request, resolution, path):
+    """Requested items that systemd will not take from ``path``."""
+    conflicts = []
+    for name, limit in sorted((request or {}).items()):
+        item = model.ITEMS[name]
+        winner = resolution.settings.get(name)
+        if winner is not None and winner.limit == limit:
+            continue
+        if winner is None or winner.path == path:
+            conflicts.append({'item': name, 'path': None, 'line': None, 'value': None,
+                              'reason': '%s: systemd does not read %s (see invalid)'
+                                        % (name, path)})
+            continue
+        conflicts.append({'item': name, 'path': winner.path, 'line': winner.line,
+                          'value': winner.text,
+                          'reason': '%s:%d: %s overrides the requested %s %s'
+                                    % (winner.path, winner.line, winner.text, name,
+                                       model.to_systemd(item, limit))})
+    return conflicts
+
+
+def expected_values(request, resolution):
+    """{item: Limit} systemd should use for the requested items after the change."""
+    if request is None:
+        return {}
+    names = request if isinstance(request, list) else list(request)
+    return dict((name, resolution.settings[name].limit) for name in names
+                if name in resolution.settings)
+
+
+def live_check(run, result, scope, unit, expected, changed):
+    """Fill reexec_required, daemon_reload_required and restart_required from the live system."""
+    def run_live(args):
+        return run(args, environ_update=sdconf.live_env())
+
+    running = sdconf.systemd_running()
+    if scope == sdconf.SYSTEM:
+        live = None
+        if running:
+            live, _error = sdconf.manager_live(run_live)
+        result['reexec_required'] = changed or bool(
+            live is not None and sdconf.differing(expected, live))
+    elif scope == sdconf.USER:
+        stale = []
+        if running:
+            for unit_name, uid in sdconf.running_user_managers(run_live):
+                user = _user_name(uid)
+                live, _error = sdconf.manager_live(run_live, sdconf.USER, user, uid)
+                if changed or live is None or sdconf.differing(expected, live):
+                    stale.append(unit_name)
+        result['restart_required'] = stale
+        result['reexec_required'] = changed or bool(stale)
+    else:
+        state = sdconf.unit_live(run_live, unit) if running else {}
+        loaded = state.get('limits') if state else None
+        result['daemon_reload_required'] = changed or bool(
+            state and (state.get('need_daemon_reload')
+                       or (loaded is not None and sdconf.differing(expected, loaded))))
+        process = state.get('process') if state else None
+        if sdconf.is_active(state) and (changed or (
+                process is not None and sdconf.differing(expected, process))):
+            result['restart_required'] = [unit]
+
+
+def _user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
+def plan_change(params, run, ceiling=None):
+    """The systemd_limits module's plan. ``params``: scope or unit, limits, state, dropin,
+    on_conflict, force; ``run(args, environ_update)`` -> (rc, out, err) for the live checks.
+    Returns a changes.Change; raises changes.Failure."""
+    scope, unit, state = params.get('scope'), params.get('unit'), params['state']
+    result = dict(changed=False, path=None, limits={}, configured={}, conflicts=[], invalid=[],
+                  reexec_required=False, daemon_reload_required=False, restart_required=[])
+
+    dropin = params['dropin']
+    if '/' in dropin or not dropin.endswith('.conf') or dropin.startswith('.'):
+        raise changes.Failure('dropin: %r must be a file name ending with .conf' % dropin, result)
+    try:
+        if unit:
+            unit = sdconf.normalize_unit(unit)
+            section, prefix = sdconf.unit_section(unit), sdconf.UNIT_PREFIX
+        else:
+            section, prefix = sdconf.MANAGER_SECTION, sdconf.MANAGER_PREFIX
+        path = sdconf.dropin_path(scope, unit, dropin)
+        result['path'] = path
+        request = parse_request(params['limits'], state)
+    except (model.LimitError, sdconf.ConfError) as exc:
+        raise changes.Failure(str(exc), result)
+    if state == 'present':
+        result['limits'] = sdconf.limits_dict(request)
+
+    errors, warnings = check_guards(request if state == 'present' else None,
+                                    ceiling or host_limits.Ceiling(), params['force'])
+    if errors:
+        raise changes.Failure('; '.join(errors), result, errors=errors)
+
+    try:
+        current = safe_file.read_bytes(path)
+        current_text = None if current is None else sdconf.decode_bytes(current)
+        new_text = sdconf.plan_edit(current_text, section, prefix, request, state, path)
+        overlay = {path: new_text}
+        if unit:
+            resolution = sdconf.resolve_unit(unit, overlay=overlay, extra=path)
+        else:
+            resolution = sdconf.resolve_manager(scope, overlay=overlay, extra=path)
+    except (safe_file.FileError, sdconf.ConfError, model.LimitError) as exc:
+        raise changes.Failure(str(exc), result)
+    result['configured'] = resolution.configured()
+    result['invalid'] = resolution.invalid
+    warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in resolution.invalid)
+
+    if state == 'present':
+        result['conflicts'] = find_conflicts(request, resolution, path)
+        if result['conflicts']:
+            message = ('requested limits are overridden by files systemd reads later: '
+                       + '; '.join(c['reason'] for c in result['conflicts']))
+            if params['on_conflict'] == 'fail':
+                raise changes.Failure(message + ' (nothing written; fix those files or set '
+                                                'on_conflict=warn)', result)
+            warnings.append(message)
+
+    changed = new_text != current_text
+    result['changed'] = changed
+    live_check(run, result, scope, unit, expected_values(request, resolution), changed)
+    change = changes.Change(path, result, current_text, new_text, changed=changed)
+    change.warnings = warnings
+    return change
