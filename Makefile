@@ -17,7 +17,7 @@ export MOLECULE_DISTRO
 export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean demo demo-test lab-up lab-down
+.PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean demo demo-test lab-up lab-down bench
 
 all: test
 
@@ -63,6 +63,15 @@ test: lint sanity vermin unit build
 build: setup
 	mkdir -p build
 	ansible-galaxy collection build --force --output-path build .
+
+# Fleet-scale benchmark (benchmarks/results.md, results.json): ping floor, the usual approach and
+# tune_gpu_nodes.yml --tags limits on NODES lab nodes. `make bench NODES=4` is the quick run.
+NODES ?= 4 16 32
+REPEAT ?= 3
+bench: setup
+	bash scripts/bootstrap-host.sh
+	$(MAKE) images IMAGES=debian12
+	python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT)
 
 # The local lab: three node containers, audit before, tune, audit after (README's first command).
 LAB_INVENTORY := $(ROOT)/build/lab/inventory.yml

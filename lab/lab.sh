@@ -4,17 +4,20 @@
 #   lab/lab.sh up     start LAB_NODES (3) nodes from LAB_IMAGE, write build/lab/inventory.yml,
 #                     prepare them (training user with a user manager, tiny container image)
 #   lab/lab.sh down   remove the nodes
+# LAB_PREFIX (gpufleet-lab) names the containers PREFIX-1..N and LAB_DIR (build/lab) holds the
+# inventory, so that several labs (the demo, the benchmark, the reliability suite) can coexist.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=${LAB_NODES:-3}
 image=${LAB_IMAGE:-gpufleet-node:debian12}
-dir="$root/build/lab"
+prefix=${LAB_PREFIX:-gpufleet-lab}
+dir=${LAB_DIR:-$root/build/lab}
 inventory="$dir/inventory.yml"
 
-names() { for i in $(seq 1 "$nodes"); do echo "gpufleet-lab-$i"; done; }
+names() { for i in $(seq 1 "$nodes"); do echo "$prefix-$i"; done; }
 
 down() {
-  docker ps -a --format '{{.Names}}' | grep '^gpufleet-lab-' | xargs -r docker rm -f >/dev/null
+  docker ps -a --format '{{.Names}}' | grep "^$prefix-[0-9]*\$" | xargs -r docker rm -f >/dev/null
   rm -f "$inventory"
   echo "lab removed"
 }

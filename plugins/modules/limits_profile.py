@@ -1,0 +1,299 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: limits_profile
+short_description: Apply one limits profile to PAM, systemd and the container runtimes in one call
+version_added: 0.2.0
+description:
+  - Writes one profile of resource limits everywhere a training process can start, in one module
+    call, through the same planners as M(gpufleet.tuning.pam_limits),
+    M(gpufleet.tuning.systemd_limits), M(gpufleet.tuning.docker_ulimits) and
+    M(gpufleet.tuning.podman_ulimits): login sessions (a limits.d file), the system and user
+    managers' C(DefaultLimit*=) (C(system.conf.d) and C(user.conf.d) drop-ins), units'
+    C(Limit*=) (containerd and O(units)), Docker's C(default-ulimits) and Podman's
+    C(containers.conf) drop-in.
+  - All or nothing. Every context is planned first, with every guard of the single-format
+    modules (unlimited C(nofile), values above C(fs.nr_open) or above what the host can set,
+    soft above hard, unknown items, conflicting files read later, malformed files, a
+    read-only target directory); the first refusal fails the task, naming the context and the
+    field or C(file:line), with no file changed. If a write still fails, the files written
+    before it in the same call are put back.
+  - Each file is written atomically (a temporary file in the same directory, then a rename)
+    with its owner and mode kept; lines the module does not own stay byte for byte.
+  - Applies nothing to running processes. RV(actions) says what to re-execute, reload or
+    restart, from the change and from the live system, so a restart that an earlier run left
+    pending (a running manager with old defaults, a dockerd older than C(daemon.json)) is
+    reported on an unchanged node too. The limits role's handlers act on it.
+  - Made for fleets. One call per node on an unchanged node; the contexts are found from
+    files, without querying the service manager.
+author:
+  - gpufleet.tuning contributors (@gpufleet)
+options:
+  profile:
+    description:
+      - Item -> value or C({soft, hard}) (or C({value})), such as
+        C({nofile: 65536, nproc: {soft: 16384, hard: 32768}, memlock: unlimited}).
+      - Sizes take C(64MiB), C(8G) (base 1024); a bare number is in limits.conf units (KiB for
+        size items, minutes for C(cpu)); C(unlimited)/C(infinity)/C(-1) mean unlimited.
+      - Every context gets every item; an item a context cannot express (C(maxlogins) for
+        systemd or Docker) is refused, naming the context.
+    type: dict
+    required: true
+  domains:
+    description:
+      - pam_limits domains the profile is written for. On Debian and Ubuntu C(*) does not
+        apply to root, hence C(root) in the default.
+    type: list
+    elements: str
+    default: ['*', 'root']
+  contexts:
+    description:
+      - The contexts to write. An empty list means every context present on the node
+        (C(/etc/security), a running systemd, C(user@.service), C(docker.service),
+        C(containerd.service), a C(podman) binary).
+    type: list
+    elements: str
+    choices: [pam, systemd_system, systemd_user, docker, containerd, podman]
+    default: []
+  units:
+    description:
+      - Further units that get the profile as C(Limit*=) in a drop-in (C(slurmd.service),
+        C(kubelet.service)). C(containerd.service) is added for the C(containerd) context.
+    type: list
+    elements: str
+    default: []
+  docker_shm_size:
+    description: Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.
+    type: str
+  on_conflict:
+    description:
+      - C(fail) refuses a profile that a file read later (a later limits.d file, a later
+        drop-in) would override; C(warn) writes it and warns.
+    type: str
+    choices: [fail, warn]
+    default: fail
+  force:
+    description:
+      - Write hard values above what this host lets PAM or systemd set (PID 1's hard limit
+        without CAP_SYS_RESOURCE) with a warning instead of refusing them.
+    type: bool
+    default: false
+  backup:
+    description:
+      - Keep a timestamped copy of each file that changes; RV(files) names it (the limits
+        role restores from it when verification fails).
+    type: bool
+    default: false
+  baseline_user:
+    description:
+      - When the login-session file is about to change (not in check mode), read the limits
+        a login session of this user gets before the write and return them as RV(baseline),
+        the O(gpufleet.tuning.effective_limits#module:baseline) that detects the silent
+        pam_limits fallback after the change. Nothing is probed when that file is unchanged.
+    type: str
+  pam_path:
+    description: The limits.d file for login sessions.
+    type: path
+    default: /etc/security/limits.d/90-gpufleet-tuning.conf
+  dropin:
+    description: File name of the systemd drop-ins.
+    type: str
+    default: 90-gpufleet-tuning.conf
+  docker_daemon_json:
+    description: Docker's daemon configuration file.
+    type: path
+    default: /etc/docker/daemon.json
+  podman_dropin:
+    description: The containers.conf drop-in for Podman.
+    type: path
+    default: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
+notes:
+  - Check mode plans every context and reports RV(changed), RV(diff) and RV(actions) without
+    writing; diff mode shows one diff per changed file.
+  - The single-format modules stay available for one context at a time, with their extra
+    options (C(exclusive), C(state=absent), C(purge)).
+seealso:
+  - module: gpufleet.tuning.pam_limits
+  - module: gpufleet.tuning.systemd_limits
+  - module: gpufleet.tuning.docker_ulimits
+  - module: gpufleet.tuning.podman_ulimits
+  - module: gpufleet.tuning.effective_limits
+'''
+
+EXAMPLES = r'''
+- name: One profile for login sessions, services, user services and containers
+  gpufleet.tuning.limits_profile:
+    profile:
+      nofile: 65536
+      nproc: 32768
+      memlock: unlimited
+    backup: true
+  register: limits
+  notify: restart what the limits need
+
+- name: Only PAM and the system manager, with a soft/hard pair and Slurm's unit
+  gpufleet.tuning.limits_profile:
+    profile:
+      nofile: {soft: 65536, hard: 131072}
+    contexts: [pam, systemd_system]
+    units: [slurmd.service]
+
+- name: Re-execute systemd when new services would not get the defaults
+  ansible.builtin.systemd_service:
+    daemon_reexec: true
+  when: limits.actions.reexec
+'''
+
+RETURN = r'''
+contexts:
+  description: The contexts the profile was planned for (given or found on the node).
+  returned: success
+  type: list
+  elements: str
+  sample: [pam, systemd_system, systemd_user, docker]
+units:
+  description: The units that got C(Limit*=) drop-ins.
+  returned: success
+  type: list
+  elements: str
+  sample: [containerd.service]
+results:
+  description:
+    - Per context (C(unit:NAME) for units), the result the single-format module would return
+      (C(path), C(changed), C(conflicts), C(invalid), C(configured), C(default_ulimits), ...).
+  returned: success
+  type: dict
+  sample: {pam: {path: /etc/security/limits.d/90-gpufleet-tuning.conf, changed: true}}
+files:
+  description:
+    - Each file of the profile, with C(changed), C(created) (it did not exist) and
+      C(backup_file) when one was written; what a rollback restores or removes.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {context: docker, path: /etc/docker/daemon.json, changed: true, created: false,
+       backup_file: "/etc/docker/daemon.json.4242.2026-12-02@10:00:00~"}
+actions:
+  description:
+    - What running processes need before new processes get the profile.
+    - C(reexec) re-execute the system manager; C(user_managers) restart these
+      C(user@UID.service) units; C(daemon_reload) and C(units) reload unit files and restart
+      these units; C(docker) restart dockerd (C(docker_pending) when the file was already
+      right but the running dockerd started before it was written).
+  returned: success
+  type: dict
+  sample: {reexec: true, user_managers: [user@1001.service], daemon_reload: false, units: [],
+           docker: true, docker_pending: false}
+running_containers:
+  description: Docker's running containers and live-restore (C(count) null when unknown).
+  returned: when the docker context is managed
+  type: dict
+  sample: {count: 0, live_restore: false}
+baseline:
+  description:
+    - The limits of a login session of O(baseline_user) before the write, in
+      M(gpufleet.tuning.effective_limits)'s C(contexts) form.
+  returned: when O(baseline_user) is set and the login-session file changed
+  type: dict
+  sample: {login: {command: "runuser -l trainer -c 'cat /proc/self/limits'",
+                   limits: {nofile: {soft: 1024, hard: 20000, human: "1024:20000"}}}}
+context:
+  description: The context whose guard or write failed.
+  returned: failure
+  type: str
+  sample: docker
+'''
+
+import shlex
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+
+
+def login_baseline(module, user):
+    """{login: {command, limits}} of a login session of ``user`` now."""
+    command = effective.login_command(user)
+    rc, out, err = module.run_command(command, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
+    if rc == 0:
+        try:
+            entry['limits'] = effective.public_limits(effective.parse_probe(out, 'login'))
+        except model.LimitError as exc:
+            module.warn('baseline: %s' % exc)
+    else:
+        module.warn('baseline: %s exited %d: %s' % (command[0], rc, (err or out).strip()[:200]))
+    return {'login': entry}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            profile=dict(type='dict', required=True),
+            domains=dict(type='list', elements='str', default=['*', 'root']),
+            contexts=dict(type='list', elements='str', default=[], choices=pp.CONTEXTS),
+            units=dict(type='list', elements='str', default=[]),
+            docker_shm_size=dict(type='str'),
+            on_conflict=dict(type='str', choices=['fail', 'warn'], default='fail'),
+            force=dict(type='bool', default=False),
+            backup=dict(type='bool', default=False),
+            baseline_user=dict(type='str'),
+            pam_path=dict(type='path', default=pp.DEFAULTS['pam_path']),
+            dropin=dict(type='str', default=sdconf.DROPIN_NAME),
+            docker_daemon_json=dict(type='path', default=pp.DEFAULTS['docker_daemon_json']),
+            podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    result = dict(changed=False, contexts=[], units=[], results={}, files=[], actions={})
+    try:
+        contexts, planned = pp.plan_profile(params, module)
+    except changes.Failure as exc:
+        module.fail_json(msg=exc.msg, **dict(result, **exc.result))
+    result['contexts'] = contexts
+    result['units'] = [c[len('unit:'):] for c, _change in planned if c.startswith('unit:')]
+    for context, change in planned:
+        for message in change.warnings:
+            module.warn('%s: %s' % (context, message))
+        change.result['changed'] = change.changed
+        result['results'][context] = change.result
+        if context == 'docker':
+            result['running_containers'] = change.result.get('running_containers')
+
+    changed = [change for _context, change in planned if change.changed]
+    result['changed'] = bool(changed)
+    if changed and module._diff:
+        result['diff'] = [change.diff() for change in changed]
+    pam = dict(planned).get('pam')
+    if (params['baseline_user'] and pam is not None and pam.changed
+            and not module.check_mode):
+        result['baseline'] = login_baseline(module, params['baseline_user'])
+
+    if changed and not module.check_mode:
+        try:
+            pp.apply_all(planned, params['backup'])
+        except changes.Failure as exc:
+            module.fail_json(msg=exc.msg, **dict(result, **exc.result))
+    result['files'] = [pp.file_record(context, change) for context, change in planned]
+    result['actions'] = pp.actions(planned, module)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
