@@ -17,7 +17,7 @@ inventory="$dir/inventory.yml"
 names() { for i in $(seq 1 "$nodes"); do echo "$prefix-$i"; done; }
 
 down() {
-  docker ps -a --format '{{.Names}}' | grep "^$prefix-[0-9]*\$" | xargs -r docker rm -f >/dev/null
+  docker ps -a --format "{{.Names}}" | { grep "^$prefix-[0-9]*\$" || true; } | xargs -r docker rm -f >/dev/null
   rm -f "$inventory"
   echo "lab removed"
 }

@@ -167,7 +167,7 @@ units:
   type: list
   elements: str
   sample: [containerd.service]
-results:
+per_context:
   description:
     - Per context (C(unit:NAME) for units), the result the single-format module would return
       (C(path), C(changed), C(conflicts), C(invalid), C(configured), C(default_ulimits), ...).
@@ -261,7 +261,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    result = dict(changed=False, contexts=[], units=[], results={}, files=[], actions={})
+    result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={})
     try:
         contexts, planned = pp.plan_profile(params, module)
     except changes.Failure as exc:
@@ -272,7 +272,7 @@ def main():
         for message in change.warnings:
             module.warn('%s: %s' % (context, message))
         change.result['changed'] = change.changed
-        result['results'][context] = change.result
+        result['per_context'][context] = change.result
         if context == 'docker':
             result['running_containers'] = change.result.get('running_containers')
 
