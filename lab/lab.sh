@@ -42,7 +42,15 @@ up() {
     echo '    ansible_python_interpreter: /usr/bin/python3'
     sed 's/^/    /' "$root/lab/lab_vars.yml" | grep -v '^    #\|^    ---'
   } > "$inventory"
-  ansible-playbook -i "$inventory" "$root/lab/prepare.yml"
+  sleep 2
+  stopped=$(for name in $(names); do
+    [ "$(docker inspect -f '{{.State.Running}}' "$name")" = true ] || echo "$name"; done)
+  if [ -n "$stopped" ]; then
+    echo "nodes that did not boot: $stopped" >&2
+    echo "(too many nodes for fs.inotify.max_user_instances? scripts/bootstrap-host.sh raises it)" >&2
+    exit 1
+  fi
+  ANSIBLE_FORKS=${ANSIBLE_FORKS:-$nodes} ansible-playbook -i "$inventory" "$root/lab/prepare.yml"
   echo "lab up: $(names | tr '\n' ' ')(inventory: $inventory)"
 }
 

@@ -16,6 +16,17 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)
 fi
 
+# Every node container runs systemd, journald, logind and a dockerd, each with inotify
+# instances of its own: the kernel's default of 128 per user stops the 18th or so node at boot
+# (systemd exits 255). The benchmark runs 32.
+for pair in fs.inotify.max_user_instances:8192 fs.inotify.max_user_watches:524288; do
+  key=${pair%%:*} want=${pair#*:}
+  have=$(sysctl -n "$key" 2>/dev/null || echo 0)
+  if [ "$have" -lt "$want" ]; then
+    sysctl -qw "$key=$want" || echo "warning: cannot raise $key ($have); labs above ~16 nodes may not boot" >&2
+  fi
+done
+
 if ! docker info >/dev/null 2>&1; then
   if command -v systemctl >/dev/null 2>&1 && systemctl is-system-running >/dev/null 2>&1; then
     systemctl start docker || true

@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Effective limits: the probes that show what a new process gets in each context where a
-workload can start, and the comparison with a profile. Plain Python (no Ansible import).
+workload can start, and the comparison with a profile. Plain Python (no Ansible import); the
+probes run commands through the AnsibleModule they are given.
 
 A probe is a command whose output is a /proc/PID/limits text; the module runs them, this file
 builds them, parses their output and compares. Values are in kernel units (limits_model).
@@ -12,12 +13,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import pwd
+import shlex
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 
 # Contexts in report order. ``unit:NAME`` contexts (a running unit's main process) come after.
 CONTEXTS = ['login', 'service', 'user_manager', 'docker', 'podman']
 PROBE_UNIT = 'gpufleet-effective-probe'
 CAT = 'cat /proc/self/limits'
+ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
 
 
 def login_command(user):
@@ -158,3 +166,146 @@ def gap_table(gap_list, pending=None):
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return '\n'.join('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
                      for row in rows)
+
+
+class ProbeFailure(Exception):
+    """A probe request that cannot be run (bad arguments): ``msg`` and the result so far."""
+
+    def __init__(self, msg, result=None):
+        super(ProbeFailure, self).__init__(msg)
+        self.msg = msg
+        self.result = dict(result or {})
+
+
+class ProbeError(Exception):
+    pass
+
+
+class Prober(object):
+    def __init__(self, module, timeout=60):
+        self.module = module
+        self.timeout = timeout
+        self.timeout_bin = module.get_bin_path('timeout')
+
+    def run(self, command):
+        """stdout of ``command``; ProbeError with its output when it fails."""
+        full = list(command)
+        if self.timeout_bin:
+            full = [self.timeout_bin, str(self.timeout)] + full
+        binary = self.module.get_bin_path(command[0])
+        if not binary:
+            raise ProbeError('%s is not installed' % command[0])
+        rc, out, err = self.module.run_command(full, environ_update=ENV)
+        if rc != 0:
+            raise ProbeError('%s failed (rc %d): %s' % (' '.join(shlex.quote(c) for c in command),
+                                                        rc, (err or out).strip()[:500]))
+        return out
+
+    def proc(self, command, where):
+        out = self.run(command)
+        try:
+            return parse_probe(out, where)
+        except model.LimitError as exc:
+            raise ProbeError(str(exc))
+
+    def pid_limits(self, pid, where):
+        try:
+            with open('/proc/%s/limits' % pid) as handle:
+                return parse_probe(handle.read(), where)
+        except (IOError, OSError) as exc:
+            raise ProbeError('%s: cannot read /proc/%s/limits: %s' % (where, pid, str(exc)))
+
+    def user_manager(self, user, uid):
+        manager = 'user@%d.service' % uid
+        try:
+            self.run(['systemctl', 'is-active', '--quiet', manager])
+        except ProbeError:
+            raise ProbeError('%s is not running, so no user service of %s can start; keep it '
+                             'running with `loginctl enable-linger %s`' % (manager, user, user))
+        unit = '%s-%d.service' % (PROBE_UNIT, os.getpid())
+        start, show, stop = user_probe_commands(user, uid, unit)
+        self.run(start)
+        try:
+            pid = self.run(show).strip()
+            if not pid.isdigit() or pid == '0':
+                raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
+            return self.pid_limits(pid, 'user_manager')
+        finally:
+            self.module.run_command(stop, environ_update=ENV)
+
+    def unit(self, unit):
+        pid = self.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
+        if not pid.isdigit() or pid == '0':
+            raise ProbeError('%s is not running' % unit)
+        return self.pid_limits(pid, unit_context(unit))
+
+
+def probe(host, params):
+    """effective_limits' result: probes each context in a new process. ``host``: the
+    AnsibleModule (run_command, get_bin_path). params: contexts, user, docker_image,
+    podman_image, run_options, units, expect, baseline, timeout."""
+    result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
+                  ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
+    for context, image in (('docker', 'docker_image'), ('podman', 'podman_image')):
+        if context in params['contexts'] and not params[image]:
+            raise ProbeFailure('contexts has %s, so %s is required' % (context, image), result)
+
+    expected = None
+    if params['expect'] is not None:
+        try:
+            expected = model.parse_profile(params['expect'], 'expect')
+        except model.LimitError as exc:
+            raise ProbeFailure(str(exc), result)
+        result['expected'] = public_limits(expected)
+
+    user = params['user']
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        raise ProbeFailure('user: %s does not exist on this host' % user, result)
+
+    prober = Prober(host, params.get('timeout') or 60)
+    observed = {}
+    plan = []
+    for context in CONTEXTS:
+        if context not in params['contexts']:
+            continue
+        if context == 'login':
+            command = login_command(user)
+            plan.append((context, command, lambda c=command: prober.proc(c, 'login')))
+        elif context == 'service':
+            command = service_command(user)
+            plan.append((context, command, lambda c=command: prober.proc(c, 'service')))
+        elif context == 'user_manager':
+            command = user_probe_commands(user, uid, PROBE_UNIT)[0]
+            plan.append((context, command, lambda: prober.user_manager(user, uid)))
+        else:
+            command = container_command(context, params[context + '_image'],
+                                                  params['run_options'])
+            plan.append((context, command, lambda c=command, x=context: prober.proc(c, x)))
+    for unit in params['units']:
+        unit = normalize_unit(unit)
+        command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
+        plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
+
+    for context, command, probe in plan:
+        entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
+        try:
+            limits = probe()
+        except ProbeError as exc:
+            result['errors'].append(dict(context=context, msg=str(exc)))
+        else:
+            observed[context] = limits
+            entry['limits'] = public_limits(limits)
+        result['contexts'][context] = entry
+
+    if expected is not None:
+        result['gaps'] = gaps(expected, observed)
+        result['table'] = gap_table(result['gaps']) if result['gaps'] else ''
+        for context, entry in sorted((params['baseline'] or {}).items()):
+            if context in observed and isinstance(entry, dict):
+                before = from_public(entry.get('limits'))
+                for found in regressions(before, observed[context], expected):
+                    found['context'] = context
+                    result['regressions'].append(found)
+    return result

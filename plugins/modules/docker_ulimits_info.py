@@ -134,30 +134,10 @@ problems:
   elements: str
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
-from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
-
-ENV = {'LANG': 'C', 'LC_ALL': 'C'}
-
-
-def containerd_limits():
-    for pid in sorted((p for p in os.listdir('/proc') if p.isdigit()), key=int):
-        try:
-            with open('/proc/%s/comm' % pid) as handle:
-                comm = handle.read().strip()
-        except (IOError, OSError):
-            continue
-        if comm == 'containerd':
-            limits = host_limits.proc_limits(pid)
-            if limits:
-                return {'pid': int(pid), 'limits': dj.limits_result(limits)}
-    return {}
+from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
 
 def main():
@@ -170,40 +150,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    path = module.params['path']
-    problems = []
-    config = {'exists': False, 'default_ulimits': {}, 'shm_size': None, 'live_restore': False}
-    data = {}
-    try:
-        raw, data = dj.read(path)
-        config['exists'] = raw is not None
-        text = to_text(raw, errors='surrogate_or_strict') if raw is not None else ''
-        config['live_restore'] = bool(data.get(dj.LIVE_RESTORE_KEY, False))
-        limits = dj.read_ulimits(data, text, path)
-        sources = dict((name, dj.where(text, (dj.ULIMITS_KEY, name), path)) for name in limits)
-        config['default_ulimits'] = dj.limits_result(limits, sources)
-        shm = dj.read_shm_size(data, text, path)
-        if shm is not None:
-            config['shm_size'] = {'value': data[dj.SHM_KEY], 'bytes': shm,
-                                  'source': dj.where(text, (dj.SHM_KEY,), path)}
-    except (dj.DaemonJsonError, FileError) as exc:
-        problems.append(str(exc))
-
-    result = dict(changed=False, path=path, config=config, problems=problems,
-                  unit_flags=dj.unit_flags(module.params['unit']),
-                  containerd=containerd_limits())
-
+    result = info.docker_report(module, module.params['path'], module.params['unit'])
     docker = module.get_bin_path('docker')
-    running = {'count': None, 'live_restore': config['live_restore']}
-    if docker:
-        rc, out, _err = module.run_command([docker, 'ps', '-q'], environ_update=ENV)
-        if rc == 0:
-            running['count'] = len([line for line in out.splitlines() if line.strip()])
-        rc, out, _err = module.run_command(
-            [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=ENV)
-        if rc == 0 and out.strip() in ('true', 'false'):
-            running['live_restore'] = out.strip() == 'true'
-    result['running_containers'] = running
 
     image = module.params['image']
     if image:
@@ -211,7 +159,7 @@ def main():
             module.fail_json(msg='image: the docker command is not installed', **result)
         command = [docker, 'run', '--rm'] + module.params['run_options'] + ['--', image] \
             + dj.PROBE_COMMAND
-        rc, out, err = module.run_command(command, environ_update=ENV)
+        rc, out, err = module.run_command(command, environ_update=info.ENV)
         if rc != 0:
             module.fail_json(msg='image: %s failed (rc %d): %s'
                              % (' '.join(command), rc, (err or out).strip()), **result)

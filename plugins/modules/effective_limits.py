@@ -153,82 +153,9 @@ table:
   type: str
 '''
 
-import os
-import pwd
-import shlex
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-
-ENV = {'LANG': 'C', 'LC_ALL': 'C'}
-CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
-
-
-class ProbeError(Exception):
-    pass
-
-
-class Prober(object):
-    def __init__(self, module):
-        self.module = module
-        self.timeout = module.params['timeout']
-        self.timeout_bin = module.get_bin_path('timeout')
-
-    def run(self, command):
-        """stdout of ``command``; ProbeError with its output when it fails."""
-        full = list(command)
-        if self.timeout_bin:
-            full = [self.timeout_bin, str(self.timeout)] + full
-        binary = self.module.get_bin_path(command[0])
-        if not binary:
-            raise ProbeError('%s is not installed' % command[0])
-        rc, out, err = self.module.run_command(full, environ_update=ENV)
-        if rc != 0:
-            raise ProbeError('%s failed (rc %d): %s' % (' '.join(shlex.quote(c) for c in command),
-                                                        rc, (err or out).strip()[:500]))
-        return out
-
-    def proc(self, command, where):
-        out = self.run(command)
-        try:
-            return effective.parse_probe(out, where)
-        except model.LimitError as exc:
-            raise ProbeError(str(exc))
-
-    def pid_limits(self, pid, where):
-        try:
-            with open('/proc/%s/limits' % pid) as handle:
-                return effective.parse_probe(handle.read(), where)
-        except (IOError, OSError) as exc:
-            raise ProbeError('%s: cannot read /proc/%s/limits: %s' % (where, pid, to_native(exc)))
-
-    def user_manager(self, user, uid):
-        manager = 'user@%d.service' % uid
-        try:
-            self.run(['systemctl', 'is-active', '--quiet', manager])
-        except ProbeError:
-            raise ProbeError('%s is not running, so no user service of %s can start; keep it '
-                             'running with `loginctl enable-linger %s`' % (manager, user, user))
-        unit = '%s-%d.service' % (effective.PROBE_UNIT, os.getpid())
-        start, show, stop = effective.user_probe_commands(user, uid, unit)
-        self.run(start)
-        try:
-            pid = self.run(show).strip()
-            if not pid.isdigit() or pid == '0':
-                raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
-            return self.pid_limits(pid, 'user_manager')
-        finally:
-            self.module.run_command(stop, environ_update=ENV)
-
-    def unit(self, unit):
-        pid = self.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
-        if not pid.isdigit() or pid == '0':
-            raise ProbeError('%s is not running' % unit)
-        return self.pid_limits(pid, effective.unit_context(unit))
 
 
 def main():
@@ -251,71 +178,10 @@ def main():
         ],
         supports_check_mode=True,
     )
-    params = module.params
-    result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
-                  ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
-    for context, image in (('docker', 'docker_image'), ('podman', 'podman_image')):
-        if context in params['contexts'] and not params[image]:
-            module.fail_json(msg='contexts has %s, so %s is required' % (context, image), **result)
-
-    expected = None
-    if params['expect'] is not None:
-        try:
-            expected = model.parse_profile(params['expect'], 'expect')
-        except model.LimitError as exc:
-            module.fail_json(msg=str(exc), **result)
-        result['expected'] = effective.public_limits(expected)
-
-    user = params['user']
     try:
-        uid = pwd.getpwnam(user).pw_uid
-    except KeyError:
-        module.fail_json(msg='user: %s does not exist on this host' % user, **result)
-
-    prober = Prober(module)
-    observed = {}
-    plan = []
-    for context in effective.CONTEXTS:
-        if context not in params['contexts']:
-            continue
-        if context == 'login':
-            command = effective.login_command(user)
-            plan.append((context, command, lambda c=command: prober.proc(c, 'login')))
-        elif context == 'service':
-            command = effective.service_command(user)
-            plan.append((context, command, lambda c=command: prober.proc(c, 'service')))
-        elif context == 'user_manager':
-            command = effective.user_probe_commands(user, uid, effective.PROBE_UNIT)[0]
-            plan.append((context, command, lambda: prober.user_manager(user, uid)))
-        else:
-            command = effective.container_command(context, params[context + '_image'],
-                                                  params['run_options'])
-            plan.append((context, command, lambda c=command, x=context: prober.proc(c, x)))
-    for unit in params['units']:
-        unit = effective.normalize_unit(unit)
-        command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
-        plan.append((effective.unit_context(unit), command, lambda u=unit: prober.unit(u)))
-
-    for context, command, probe in plan:
-        entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
-        try:
-            limits = probe()
-        except ProbeError as exc:
-            result['errors'].append(dict(context=context, msg=to_native(exc)))
-        else:
-            observed[context] = limits
-            entry['limits'] = effective.public_limits(limits)
-        result['contexts'][context] = entry
-
-    if expected is not None:
-        result['gaps'] = effective.gaps(expected, observed)
-        result['table'] = effective.gap_table(result['gaps']) if result['gaps'] else ''
-        for context, entry in sorted((params['baseline'] or {}).items()):
-            if context in observed and isinstance(entry, dict):
-                before = effective.from_public(entry.get('limits'))
-                for found in effective.regressions(before, observed[context], expected):
-                    found['context'] = context
-                    result['regressions'].append(found)
+        result = effective.probe(module, module.params)
+    except effective.ProbeFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)
 
 

@@ -102,41 +102,10 @@ root_wildcards:
   type: bool
 '''
 
-import grp
-import os
-import pwd
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-
-
-def lookup_user(name):
-    entry = pwd.getpwnam(name)
-    groups = set()
-    gids = set([entry.pw_gid])
-    for group in grp.getgrall():
-        if group.gr_gid == entry.pw_gid or name in group.gr_mem:
-            groups.add(group.gr_name)
-            gids.add(group.gr_gid)
-    return conf.User(name, entry.pw_uid, entry.pw_gid, groups, gids)
-
-
-def debian_family():
-    if os.path.exists('/etc/debian_version'):
-        return True
-    try:
-        with open('/etc/os-release') as handle:
-            text = handle.read()
-    except (IOError, OSError):
-        return False
-    for line in text.splitlines():
-        if line.startswith('ID=') or line.startswith('ID_LIKE='):
-            if 'debian' in line or 'ubuntu' in line:
-                return True
-    return False
 
 
 def main():
@@ -149,37 +118,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    if params['root_wildcards'] == 'auto':
-        root_wildcards = not debian_family()
-    else:
-        root_wildcards = params['root_wildcards'] == 'true'
-    result = dict(changed=False, files=[], invalid=[], root_wildcards=root_wildcards)
-    files = []
     try:
-        for path in conf.pam_order(params['limits_conf'], params['limits_dir']):
-            parsed = conf.read_file(path)
-            if parsed is not None:
-                files.append(parsed)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg='cannot read limits files: %s' % to_native(exc), **result)
-    for limits_file in files:
-        result['files'].append(dict(path=limits_file.path, entries=[
-            dict((k, v) for k, v in line.as_dict().items() if k not in ('path', 'text'))
-            for line in limits_file.lines if line.kind in ('entry', 'nolimit')]))
-        result['invalid'].extend(line.as_dict() for line in limits_file.invalid())
-
-    if params['user']:
-        try:
-            user = lookup_user(params['user'])
-        except KeyError:
-            module.fail_json(msg='user: %s does not exist on this host' % params['user'],
-                             **result)
-        resolved = conf.resolve(files, user, nr_open=host_limits.sysctl('fs.nr_open'),
-                                root_wildcards=root_wildcards)
-        result['effective'] = resolved['effective']
-        result['other'] = conf.public_other(resolved['other'])
-        result['no_limits'] = resolved['no_limits']
+        result = info.pam_report(module.params)
+    except info.InfoError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)
 
 

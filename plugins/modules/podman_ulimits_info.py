@@ -103,8 +103,8 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
 
 def main():
@@ -116,14 +116,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    found = cc.effective()
-    limits = dict((name, limit) for name, (limit, _src) in found['default_ulimits'].items())
-    sources = dict((name, src) for name, (_limit, src) in found['default_ulimits'].items())
-    config = {'default_ulimits': dj.limits_result(limits, sources), 'shm_size': None}
-    if found['shm_size'] is not None:
-        config['shm_size'] = {'bytes': found['shm_size'][0], 'source': found['shm_size'][1]}
-    result = dict(changed=False, files=found['files'], config=config,
-                  problems=found['problems'])
+    result = info.podman_report()
 
     image = module.params['image']
     if image:

@@ -124,91 +124,10 @@ systemd_running:
   type: bool
 '''
 
-import pwd
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
-
-
-def configured_limits(resolution):
-    return dict((name, setting.limit) for name, setting in resolution.settings.items())
-
-
-def pending_entries(target, configured, live, action):
-    entries = []
-    for name in sdconf.differing(configured, live):
-        current = (live or {}).get(name)
-        entries.append({'target': target, 'item': name,
-                        'configured': configured[name].as_dict(),
-                        'live': current.as_dict() if current is not None else None,
-                        'action': action})
-    return entries
-
-
-def manager_report(run, scope, user, running):
-    resolution = sdconf.resolve_manager(scope)
-    configured = configured_limits(resolution)
-    report = {'scope': scope, 'files': resolution.files, 'configured': resolution.configured(),
-              'invalid': resolution.invalid, 'skipped': resolution.skipped, 'live': None}
-    pending, user_managers, errors = [], {}, []
-    if not running:
-        return report, pending, user_managers, errors
-    if scope == sdconf.SYSTEM:
-        live, error = sdconf.manager_live(run)
-        if error:
-            errors.append('systemctl show: %s' % error)
-        else:
-            report['live'] = sdconf.limits_dict(live)
-            pending.extend(pending_entries('manager', configured, live, 'systemctl daemon-reexec'))
-        return report, pending, user_managers, errors
-    for unit_name, uid in sdconf.running_user_managers(run):
-        try:
-            name = pwd.getpwuid(uid).pw_name
-        except KeyError:
-            continue
-        live, error = sdconf.manager_live(run, sdconf.USER, name, uid)
-        if error:
-            errors.append('%s: %s' % (unit_name, error))
-            continue
-        user_managers[name] = sdconf.limits_dict(live)
-        if user is None or user == name:
-            pending.extend(pending_entries(unit_name, configured, live,
-                                           'systemctl restart %s' % unit_name))
-        if user == name:
-            report['live'] = user_managers[name]
-    return report, pending, user_managers, errors
-
-
-def unit_report(run, unit, running):
-    resolution = sdconf.resolve_unit(unit)
-    configured = configured_limits(resolution)
-    report = {'files': resolution.files, 'configured': resolution.configured(),
-              'invalid': resolution.invalid, 'live': None, 'process': None,
-              'active_state': None, 'main_pid': None, 'need_daemon_reload': None}
-    pending = []
-    if not running:
-        return report, pending, None
-    state = sdconf.unit_live(run, unit)
-    if 'error' in state:
-        return report, pending, '%s: %s' % (unit, state['error'])
-    report.update({'live': sdconf.limits_dict(state['limits']),
-                   'process': (sdconf.limits_dict(state['process'])
-                               if state['process'] is not None else None),
-                   'active_state': state['active_state'], 'main_pid': state['main_pid'],
-                   'need_daemon_reload': state['need_daemon_reload'],
-                   'load_state': state['load_state']})
-    stale = sdconf.differing(configured, state['limits'])
-    pending.extend(pending_entries(unit, dict((n, configured[n]) for n in stale),
-                                   state['limits'], 'systemctl daemon-reload; systemctl restart %s'
-                                   % unit))
-    if sdconf.is_active(state) and state['process'] is not None:
-        loaded = dict((n, configured[n]) for n in configured if n not in stale)
-        pending.extend(pending_entries(unit, loaded, state['process'],
-                                       'systemctl restart %s' % unit))
-    return report, pending, None
 
 
 def main():
@@ -225,22 +144,10 @@ def main():
     def run(args):
         return module.run_command(args, environ_update=sdconf.live_env())
 
-    running = sdconf.systemd_running()
-    result = dict(changed=False, systemd_running=running, manager={}, user_managers={},
-                  units={}, pending=[])
     try:
-        units = [sdconf.normalize_unit(u) for u in params['units']]
-        manager, pending, user_managers, errors = manager_report(
-            run, params['scope'], params['user'], running)
-        result.update(manager=manager, user_managers=user_managers, pending=pending)
-        for unit in units:
-            report, unit_pending, error = unit_report(run, unit, running)
-            result['units'][unit] = report
-            result['pending'].extend(unit_pending)
-            if error:
-                errors.append(error)
-    except (sdconf.ConfError, model.LimitError) as exc:
-        module.fail_json(msg=to_native(exc), **result)
+        result, errors = info.systemd_report(run, params['scope'], params['user'], params['units'])
+    except info.InfoError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
     for error in errors:
         module.warn(error)
     module.exit_json(**result)

@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One node's limits audit: what new processes get in each context, where each value comes
+from (file:line) and the gaps to a profile. Read-only; used by the limits_audit module."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pwd
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+
+# Where a value comes from when no file sets it.
+FALLBACK = {
+    'login': 'no limits line (inherited from the login service)',
+    'service': "systemd's built-in default",
+    'user_manager': "the user manager's own limits",
+    'docker': 'inherited from containerd',
+    'podman': "Podman's built-in default",
+}
+UNIT_FALLBACK = 'the unit or manager default'
+
+
+class AuditError(Exception):
+    def __init__(self, msg, result=None):
+        super(AuditError, self).__init__(msg)
+        self.msg = msg
+        self.result = dict(result or {})
+
+
+def source_of(context, configured):
+    """The file:line a configured value comes from, or ''."""
+    if context == 'login':
+        return configured.get('soft_source') or configured.get('hard_source') or ''
+    if configured.get('source'):
+        line = configured.get('line')
+        return configured['source'] + (':%s' % line if line is not None else '')
+    return ''
+
+
+def rows(observed, expected, gaps, configured_by_context, items):
+    """One row per probed context and profile item: actual, expected, gap sides, source."""
+    found = []
+    for context, entry in observed.items():
+        configured = configured_by_context.get(context, {})
+        for item in items:
+            limit = (entry.get('limits') or {}).get(item)
+            gap = [g for g in gaps if g['context'] == context and g['item'] == item]
+            source = source_of(context, configured.get(item) or {})
+            found.append(dict(
+                context=context, item=item,
+                actual=limit['human'] if limit else '(none)',
+                expected=expected[item]['human'],
+                source=source or FALLBACK.get(context, UNIT_FALLBACK),
+                gap='+'.join(gap[0]['sides']) if gap else ''))
+    return found
+
+
+def audit(host, params):
+    """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
+    docker_image, podman_image, timeout."""
+    profile = params['profile']
+    user = params['user']
+    result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
+                  pam_invalid=[], systemd_pending=[], present=[])
+    try:
+        items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
+        model.parse_profile(profile, 'profile')
+    except model.LimitError as exc:
+        raise AuditError(str(exc), result)
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        raise AuditError('user: %s does not exist on this host' % user, result)
+
+    def run(args):
+        return host.run_command(args, environ_update=sdconf.live_env())
+
+    warnings = []
+    try:
+        pam = info.pam_report(dict(user=user, limits_conf=conf.LIMITS_CONF,
+                                   limits_dir=conf.LIMITS_DIR, root_wildcards='auto'))
+        system, errors = info.systemd_report(run, 'system', None, params['units'])
+        warnings.extend(errors)
+        user_scope, errors = info.systemd_report(run, 'user', user)
+        warnings.extend(errors)
+    except info.InfoError as exc:
+        raise AuditError(exc.msg, result)
+    present = profile_plan.detect_contexts()
+    result['present'] = present
+    docker = info.docker_report(host, running=False) if 'docker' in present else None
+    podman = info.podman_report() if 'podman' in present else None
+    if docker:
+        warnings.extend('daemon.json: %s' % p for p in docker['problems'])
+
+    contexts = ['login', 'service']
+    if sdconf.systemd_running() and any(
+            found == uid for _unit, found in sdconf.running_user_managers(run)):
+        contexts.append('user_manager')
+    if docker is not None and params['docker_image']:
+        contexts.append('docker')
+    if podman is not None and params['podman_image']:
+        contexts.append('podman')
+    try:
+        probed = effective.probe(host, dict(
+            contexts=contexts, user=user, docker_image=params['docker_image'],
+            podman_image=params['podman_image'], run_options=[], units=params['units'],
+            expect=profile, baseline=None, timeout=params['timeout']))
+    except effective.ProbeFailure as exc:
+        raise AuditError(exc.msg, result)
+
+    configured = {
+        'login': pam.get('effective') or {},
+        'service': system['manager'].get('configured') or {},
+        'user_manager': user_scope['manager'].get('configured') or {},
+        'docker': (docker or {}).get('config', {}).get('default_ulimits') or {},
+        'podman': (podman or {}).get('config', {}).get('default_ulimits') or {},
+    }
+    for unit, report in system['units'].items():
+        configured[effective.unit_context(unit)] = report.get('configured') or {}
+    result.update(
+        contexts=probed['contexts'], errors=probed['errors'], gaps=probed['gaps'],
+        table=probed['table'], ceilings=probed['ceilings'], expected=probed['expected'],
+        pam_invalid=pam['invalid'], systemd_pending=system['pending'],
+        rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items))
+    return result, warnings

@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read-only reports of where limits come from: PAM, systemd managers and units, Docker's
+daemon.json, Podman's containers.conf. The _info modules return them one at a time;
+limits_audit returns them all from one call."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import grp
+import os
+import pwd
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
+
+ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+
+
+class InfoError(Exception):
+    """A report that cannot be made: ``msg`` and the result so far."""
+
+    def __init__(self, msg, result=None):
+        super(InfoError, self).__init__(msg)
+        self.msg = msg
+        self.result = dict(result or {})
+
+
+def lookup_user(name):
+    entry = pwd.getpwnam(name)
+    groups = set()
+    gids = set([entry.pw_gid])
+    for group in grp.getgrall():
+        if group.gr_gid == entry.pw_gid or name in group.gr_mem:
+            groups.add(group.gr_name)
+            gids.add(group.gr_gid)
+    return conf.User(name, entry.pw_uid, entry.pw_gid, groups, gids)
+
+
+def debian_family():
+    if os.path.exists('/etc/debian_version'):
+        return True
+    try:
+        with open('/etc/os-release') as handle:
+            text = handle.read()
+    except (IOError, OSError):
+        return False
+    for line in text.splitlines():
+        if line.startswith('ID=') or line.startswith('ID_LIKE='):
+            if 'debian' in line or 'ubuntu' in line:
+                return True
+    return False
+
+
+def pam_report(params):
+    """pam_limits_info's result: the files in pam_limits order and, for params['user'], what a
+    login session gets from them. params: user, limits_conf, limits_dir, root_wildcards."""
+    if params['root_wildcards'] == 'auto':
+        root_wildcards = not debian_family()
+    else:
+        root_wildcards = params['root_wildcards'] == 'true'
+    result = dict(changed=False, files=[], invalid=[], root_wildcards=root_wildcards)
+    files = []
+    try:
+        for path in conf.pam_order(params['limits_conf'], params['limits_dir']):
+            parsed = conf.read_file(path)
+            if parsed is not None:
+                files.append(parsed)
+    except (IOError, OSError) as exc:
+        raise InfoError('cannot read limits files: %s' % exc, result)
+    for limits_file in files:
+        result['files'].append(dict(path=limits_file.path, entries=[
+            dict((k, v) for k, v in line.as_dict().items() if k not in ('path', 'text'))
+            for line in limits_file.lines if line.kind in ('entry', 'nolimit')]))
+        result['invalid'].extend(line.as_dict() for line in limits_file.invalid())
+
+    if params['user']:
+        try:
+            user = lookup_user(params['user'])
+        except KeyError:
+            raise InfoError('user: %s does not exist on this host' % params['user'], result)
+        resolved = conf.resolve(files, user, nr_open=host_limits.sysctl('fs.nr_open'),
+                                root_wildcards=root_wildcards)
+        result['effective'] = resolved['effective']
+        result['other'] = conf.public_other(resolved['other'])
+        result['no_limits'] = resolved['no_limits']
+    return result
+
+
+def configured_limits(resolution):
+    return dict((name, setting.limit) for name, setting in resolution.settings.items())
+
+
+def pending_entries(target, configured, live, action):
+    entries = []
+    for name in sdconf.differing(configured, live):
+        current = (live or {}).get(name)
+        entries.append({'target': target, 'item': name,
+                        'configured': configured[name].as_dict(),
+                        'live': current.as_dict() if current is not None else None,
+                        'action': action})
+    return entries
+
+
+def manager_report(run, scope, user, running):
+    resolution = sdconf.resolve_manager(scope)
+    configured = configured_limits(resolution)
+    report = {'scope': scope, 'files': resolution.files, 'configured': resolution.configured(),
+              'invalid': resolution.invalid, 'skipped': resolution.skipped, 'live': None}
+    pending, user_managers, errors = [], {}, []
+    if not running:
+        return report, pending, user_managers, errors
+    if scope == sdconf.SYSTEM:
+        live, error = sdconf.manager_live(run)
+        if error:
+            errors.append('systemctl show: %s' % error)
+        else:
+            report['live'] = sdconf.limits_dict(live)
+            pending.extend(pending_entries('manager', configured, live, 'systemctl daemon-reexec'))
+        return report, pending, user_managers, errors
+    for unit_name, uid in sdconf.running_user_managers(run):
+        try:
+            name = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            continue
+        live, error = sdconf.manager_live(run, sdconf.USER, name, uid)
+        if error:
+            errors.append('%s: %s' % (unit_name, error))
+            continue
+        user_managers[name] = sdconf.limits_dict(live)
+        if user is None or user == name:
+            pending.extend(pending_entries(unit_name, configured, live,
+                                           'systemctl restart %s' % unit_name))
+        if user == name:
+            report['live'] = user_managers[name]
+    return report, pending, user_managers, errors
+
+
+def unit_report(run, unit, running):
+    resolution = sdconf.resolve_unit(unit)
+    configured = configured_limits(resolution)
+    report = {'files': resolution.files, 'configured': resolution.configured(),
+              'invalid': resolution.invalid, 'live': None, 'process': None,
+              'active_state': None, 'main_pid': None, 'need_daemon_reload': None}
+    pending = []
+    if not running:
+        return report, pending, None
+    state = sdconf.unit_live(run, unit)
+    if 'error' in state:
+        return report, pending, '%s: %s' % (unit, state['error'])
+    report.update({'live': sdconf.limits_dict(state['limits']),
+                   'process': (sdconf.limits_dict(state['process'])
+                               if state['process'] is not None else None),
+                   'active_state': state['active_state'], 'main_pid': state['main_pid'],
+                   'need_daemon_reload': state['need_daemon_reload'],
+                   'load_state': state['load_state']})
+    stale = sdconf.differing(configured, state['limits'])
+    pending.extend(pending_entries(unit, dict((n, configured[n]) for n in stale),
+                                   state['limits'], 'systemctl daemon-reload; systemctl restart %s'
+                                   % unit))
+    if sdconf.is_active(state) and state['process'] is not None:
+        loaded = dict((n, configured[n]) for n in configured if n not in stale)
+        pending.extend(pending_entries(unit, loaded, state['process'],
+                                       'systemctl restart %s' % unit))
+    return report, pending, None
+
+
+def systemd_report(run, scope, user=None, units=()):
+    """systemd_limits_info's result and its warnings. ``run(args)`` -> (rc, out, err)."""
+    running = sdconf.systemd_running()
+    result = dict(changed=False, systemd_running=running, manager={}, user_managers={},
+                  units={}, pending=[])
+    try:
+        units = [sdconf.normalize_unit(u) for u in units]
+        manager, pending, user_managers, errors = manager_report(run, scope, user, running)
+        result.update(manager=manager, user_managers=user_managers, pending=pending)
+        for unit in units:
+            report, unit_pending, error = unit_report(run, unit, running)
+            result['units'][unit] = report
+            result['pending'].extend(unit_pending)
+            if error:
+                errors.append(error)
+    except (sdconf.ConfError, model.LimitError) as exc:
+        raise InfoError(str(exc), result)
+    return result, errors
+
+
+def containerd_limits():
+    for pid in sorted((p for p in os.listdir('/proc') if p.isdigit()), key=int):
+        try:
+            with open('/proc/%s/comm' % pid) as handle:
+                comm = handle.read().strip()
+        except (IOError, OSError):
+            continue
+        if comm == 'containerd':
+            limits = host_limits.proc_limits(pid)
+            if limits:
+                return {'pid': int(pid), 'limits': dj.limits_result(limits)}
+    return {}
+
+
+def docker_running(host, live_restore):
+    """{count, live_restore} of the running dockerd (count None when unknown)."""
+    docker = host.get_bin_path('docker')
+    running = {'count': None, 'live_restore': live_restore}
+    if docker:
+        rc, out, _err = host.run_command([docker, 'ps', '-q'], environ_update=ENV)
+        if rc == 0:
+            running['count'] = len([line for line in out.splitlines() if line.strip()])
+        rc, out, _err = host.run_command(
+            [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=ENV)
+        if rc == 0 and out.strip() in ('true', 'false'):
+            running['live_restore'] = out.strip() == 'true'
+    return running
+
+
+def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True):
+    """docker_ulimits_info's result without the probe: daemon.json's defaults with their
+    file:line:column, the unit's flags, containerd's limits and (``running``) the containers."""
+    problems = []
+    config = {'exists': False, 'default_ulimits': {}, 'shm_size': None, 'live_restore': False}
+    data = {}
+    try:
+        raw, data = dj.read(path)
+        config['exists'] = raw is not None
+        text = raw.decode('utf-8', 'surrogateescape') if raw is not None else ''
+        config['live_restore'] = bool(data.get(dj.LIVE_RESTORE_KEY, False))
+        limits = dj.read_ulimits(data, text, path)
+        sources = dict((name, dj.where(text, (dj.ULIMITS_KEY, name), path)) for name in limits)
+        config['default_ulimits'] = dj.limits_result(limits, sources)
+        shm = dj.read_shm_size(data, text, path)
+        if shm is not None:
+            config['shm_size'] = {'value': data[dj.SHM_KEY], 'bytes': shm,
+                                  'source': dj.where(text, (dj.SHM_KEY,), path)}
+    except (dj.DaemonJsonError, FileError) as exc:
+        problems.append(str(exc))
+    result = dict(changed=False, path=path, config=config, problems=problems,
+                  unit_flags=dj.unit_flags(unit), containerd=containerd_limits())
+    if running:
+        result['running_containers'] = docker_running(host, config['live_restore'])
+    return result
+
+
+def podman_report():
+    """podman_ulimits_info's result without the probe."""
+    found = cc.effective()
+    limits = dict((name, limit) for name, (limit, _src) in found['default_ulimits'].items())
+    sources = dict((name, src) for name, (_limit, src) in found['default_ulimits'].items())
+    config = {'default_ulimits': dj.limits_result(limits, sources), 'shm_size': None}
+    if found['shm_size'] is not None:
+        config['shm_size'] = {'bytes': found['shm_size'][0], 'source': found['shm_size'][1]}
+    return dict(changed=False, files=found['files'], config=config, problems=found['problems'])

@@ -1,0 +1,167 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: limits_audit
+short_description: Audit one node's resource limits in every context, with their sources, in one call
+version_added: 0.2.0
+description:
+  - Read-only. Starts a new process in each context where a workload can start (a login
+    session through PAM, a system service, a service of the user's user manager, a new Docker
+    and Podman container, listed units' main processes), reads the limits each gets, and
+    compares them with O(profile).
+  - For each context and item, names the file and line the value comes from (limits.conf or a
+    limits.d file, a system.conf or user.conf drop-in, a unit drop-in, daemon.json with line
+    and column, a containers.conf file) or why none does.
+  - What M(gpufleet.tuning.effective_limits), M(gpufleet.tuning.pam_limits_info),
+    M(gpufleet.tuning.systemd_limits_info), M(gpufleet.tuning.docker_ulimits_info) and
+    M(gpufleet.tuning.podman_ulimits_info) report one by one, from one module call, for
+    C(playbooks/audit_limits.yml) on large fleets.
+  - Contexts are chosen on the node. C(login) and C(service) always; C(user_manager) when
+    O(user)'s user manager runs; C(docker) and C(podman) when the runtime is installed and an
+    image is given.
+author:
+  - gpufleet.tuning contributors (@gpufleet)
+options:
+  profile:
+    description:
+      - Item -> value or C({soft, hard}), the profile the contexts are compared with, in the
+        forms of M(gpufleet.tuning.limits_profile).
+    type: dict
+    required: true
+  user:
+    description: The user the login, service and user-service probes run as.
+    type: str
+    default: root
+  units:
+    description: Units whose main process is read too (context C(unit:NAME)).
+    type: list
+    elements: str
+    default: []
+  docker_image:
+    description: A local image for the Docker probe (C(IMAGE cat /proc/self/limits)); unset skips it.
+    type: str
+  podman_image:
+    description: The image for the Podman probe; unset skips it.
+    type: str
+  timeout:
+    description: Seconds each probe may take.
+    type: int
+    default: 60
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes.INFO
+seealso:
+  - module: gpufleet.tuning.effective_limits
+  - module: gpufleet.tuning.limits_profile
+'''
+
+EXAMPLES = r'''
+- name: Audit a node against the fleet's profile
+  gpufleet.tuning.limits_audit:
+    profile: {nofile: 65536, nproc: 32768, memlock: unlimited}
+    user: trainer
+    docker_image: busybox:latest
+  register: audit
+
+- name: Show the gaps
+  ansible.builtin.debug:
+    msg: "{{ audit.table or 'no gaps' }}"
+'''
+
+RETURN = r'''
+rows:
+  description: One row per probed context and profile item (values soft:hard).
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {context: login, item: nofile, actual: "1024:20000", expected: "16384:16384",
+       gap: soft+hard, source: no limits line (inherited from the login service)}
+contexts:
+  description: Per context, the probe command and the limits it got (effective_limits' form).
+  returned: success
+  type: dict
+  sample: {login: {command: "runuser -l trainer -c 'cat /proc/self/limits'", limits: {}}}
+gaps:
+  description: Context and item pairs below the profile, with the sides below.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{context: login, item: nofile, sides: [soft], expected: {soft: 16384, hard: 16384},
+            actual: {soft: 1024, hard: 20000}}]
+errors:
+  description: Contexts whose probe failed, with the reason (a stopped user manager, a missing image).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{context: docker, msg: "docker run failed (rc 125): ..."}]
+table:
+  description: The gaps as a text table, empty when there are none.
+  returned: success
+  type: str
+  sample: ''
+expected:
+  description: The profile in kernel units with a human form per item.
+  returned: success
+  type: dict
+  sample: {nofile: {soft: 16384, hard: 16384, human: "16384:16384"}}
+ceilings:
+  description: The kernel's ceilings (fs.nr_open, fs.file-max, kernel.pid_max, kernel.threads-max).
+  returned: success
+  type: dict
+  sample: {fs.nr_open: 1048576}
+pam_invalid:
+  description: limits.conf and limits.d lines pam_limits ignores, with file, line and reason.
+  returned: success
+  type: list
+  elements: dict
+  sample: []
+systemd_pending:
+  description: Settings the running system manager or listed units have not applied yet.
+  returned: success
+  type: list
+  elements: dict
+  sample: []
+present:
+  description: The contexts present on the node (as limits_profile finds them).
+  returned: success
+  type: list
+  elements: str
+  sample: [pam, systemd_system, systemd_user, docker]
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            profile=dict(type='dict', required=True),
+            user=dict(type='str', default='root'),
+            units=dict(type='list', elements='str', default=[]),
+            docker_image=dict(type='str'),
+            podman_image=dict(type='str'),
+            timeout=dict(type='int', default=60),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result, warnings = audit.audit(module, module.params)
+    except audit.AuditError as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    for message in warnings:
+        module.warn(message)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
