@@ -97,7 +97,16 @@ def process_start(pid):
     return time.time() - uptime + int(fields[19]) / float(ticks)
 
 
-def dockerd_pid(host):
+def dockerd_pid(host, pidfile='/run/docker.pid'):
+    """The running dockerd's PID: its pid file when it names a live dockerd, else systemd's."""
+    try:
+        with open(pidfile) as handle:
+            pid = handle.read().strip()
+        with open('/proc/%s/comm' % pid) as handle:
+            if pid.isdigit() and handle.read().strip() == 'dockerd':
+                return pid
+    except (IOError, OSError):
+        pass
     rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value',
                                       'docker.service'], environ_update=runtime_plan.C_ENV)
     pid = out.strip() if rc == 0 else ''
@@ -145,9 +154,11 @@ def plan_profile(params, host):
             common, scope=None, unit=unit, limits=profile, state='present',
             dropin=params['dropin']), (host.run_command, ceiling)))
     if 'docker' in contexts:
+        # running containers are asked for only when a restart is due (actions)
         plans.append(('docker', runtime_plan.plan_docker, dict(
             ulimits=profile, shm_size=params['docker_shm_size'], purge=False,
-            path=params['docker_daemon_json'], unit='docker.service'), (host,)))
+            path=params['docker_daemon_json'], unit='docker.service', probe_containers=False),
+            (host,)))
     if 'podman' in contexts:
         plans.append(('podman', runtime_plan.plan_podman, dict(
             ulimits=profile, shm_size=None, purge=False, path=params['podman_dropin']),
@@ -221,6 +232,8 @@ def actions(planned, host):
         elif context == 'docker':
             result['docker_pending'] = not change.changed and docker_pending(host, change.path)
             result['docker'] = change.changed or result['docker_pending']
+            if result['docker']:
+                runtime_plan.probe_containers(change, host)
     if session_changed:
         # user@UID.service runs a PAM session under the system manager's defaults: a change to
         # either (or to user.conf) reaches user services only through a restart

@@ -102,15 +102,23 @@ def plan_docker(params, host):
     result['default_ulimits'] = new.get(dj.ULIMITS_KEY, {})
     result['default_shm_size'] = new.get(dj.SHM_KEY)
     result['restart_required'] = changed
-    result['running_containers'] = running_containers(host, new)
-    if changed and result['running_containers']['count'] and \
-            not result['running_containers']['live_restore']:
-        warnings.append('restarting dockerd to apply %s stops the %d running container(s); '
-                        'live-restore is off' % (os.path.basename(path),
-                                                 result['running_containers']['count']))
     change = changes.Change(path, result, _text(raw), new_text, changed=changed)
     change.warnings = warnings
+    change.config = new
+    if params.get('probe_containers', True):
+        probe_containers(change, host)
     return change
+
+
+def probe_containers(change, host):
+    """Add running_containers to a docker Change's result (and the warning a restart needs)."""
+    result = change.result
+    result['running_containers'] = running_containers(host, change.config)
+    if change.changed and result['running_containers']['count'] and \
+            not result['running_containers']['live_restore']:
+        change.warnings.append(
+            'restarting dockerd to apply %s stops the %d running container(s); live-restore is '
+            'off' % (os.path.basename(change.path), result['running_containers']['count']))
 
 
 def plan_podman(params, host):

@@ -268,14 +268,6 @@ def main():
         module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['contexts'] = contexts
     result['units'] = [c[len('unit:'):] for c, _change in planned if c.startswith('unit:')]
-    for context, change in planned:
-        for message in change.warnings:
-            module.warn('%s: %s' % (context, message))
-        change.result['changed'] = change.changed
-        result['per_context'][context] = change.result
-        if context == 'docker':
-            result['running_containers'] = change.result.get('running_containers')
-
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)
     if changed and module._diff:
@@ -292,6 +284,13 @@ def main():
             module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['files'] = [pp.file_record(context, change) for context, change in planned]
     result['actions'] = pp.actions(planned, module)
+    for context, change in planned:
+        for message in change.warnings:
+            module.warn('%s: %s' % (context, message))
+        change.result['changed'] = change.changed
+        result['per_context'][context] = change.result
+        if context == 'docker':
+            result['running_containers'] = change.result.get('running_containers')
     module.exit_json(**result)
 
 

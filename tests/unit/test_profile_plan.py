@@ -1,0 +1,105 @@
+"""profile_plan (limits_profile's planning) and audit rows: pure Python on temporary trees."""
+import os
+import time
+
+import pytest
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+
+
+def test_pam_entries_cover_every_domain_and_item():
+    entries = pp.pam_entries({'nofile': 65536, 'nproc': {'soft': 1, 'hard': 2}}, ['*', 'root'])
+    assert [(e['domain'], e['item'], e['value'], e['soft'], e['hard']) for e in entries] == [
+        ('*', 'nofile', 65536, None, None), ('*', 'nproc', None, 1, 2),
+        ('root', 'nofile', 65536, None, None), ('root', 'nproc', None, 1, 2)]
+
+
+def test_pam_entries_refuse_unknown_keys_naming_the_item():
+    with pytest.raises(changes.Failure) as err:
+        pp.pam_entries({'nofile': {'soft': 1, 'max': 2}}, ['*'])
+    assert "profile.nofile: unknown key 'max'" in err.value.msg
+
+
+def test_unit_list_adds_containerd_and_service_suffix_once():
+    assert pp.unit_list(['slurmd', 'kubelet.service', 'slurmd.service'], ['containerd']) == [
+        'slurmd.service', 'kubelet.service', 'containerd.service']
+    assert pp.unit_list([], ['docker']) == []
+
+
+def make(root, *paths):
+    for path in paths:
+        full = os.path.join(root, path.lstrip('/'))
+        if path.endswith('/'):
+            os.makedirs(full, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            open(full, 'w').close()
+
+
+def test_detect_contexts_from_files(tmp_path):
+    root = str(tmp_path)
+    assert pp.detect_contexts(root) == []
+    make(root, '/etc/security/', '/run/systemd/system/', '/lib/systemd/system/user@.service',
+         '/usr/lib/systemd/system/docker.service', '/lib/systemd/system/containerd.service',
+         '/usr/bin/podman')
+    assert pp.detect_contexts(root) == ['pam', 'systemd_system', 'systemd_user', 'docker',
+                                        'containerd', 'podman']
+
+
+def test_detect_contexts_without_a_running_systemd(tmp_path):
+    root = str(tmp_path)
+    make(root, '/etc/security/', '/lib/systemd/system/user@.service')
+    assert pp.detect_contexts(root) == ['pam']
+
+
+def test_process_start_of_this_process_is_in_the_past():
+    started = pp.process_start(os.getpid())
+    assert started is not None and started <= time.time() + 0.05
+    assert pp.process_start('999999999') is None
+
+
+def test_apply_all_puts_back_what_it_wrote_when_a_later_write_fails(tmp_path):
+    first = tmp_path / 'a.conf'
+    first.write_text('old\n')
+    blocker = tmp_path / 'file'
+    blocker.write_text('a file where a directory should be\n')
+    ok = changes.Change(str(first), {}, 'old\n', 'new\n')
+    bad = changes.Change(str(blocker / 'sub' / 'b.conf'), {}, None, 'x\n')
+    created = changes.Change(str(tmp_path / 'c.conf'), {}, None, 'c\n')
+    with pytest.raises(changes.Failure) as err:
+        pp.apply_all([('pam', ok), ('unit:x.service', created), ('docker', bad)], backup=False)
+    assert err.value.msg.startswith('docker: ')
+    assert 'restored: %s, %s' % (created.path, ok.path) in err.value.msg
+    assert first.read_text() == 'old\n'
+    assert not (tmp_path / 'c.conf').exists()
+
+
+def test_writable_names_a_read_only_directory(tmp_path):
+    change = changes.Change(str(tmp_path / 'new' / 'deeper' / 'f.conf'), {}, None, 'x\n')
+    assert change.writable() is None
+    if os.geteuid() != 0:
+        os.chmod(str(tmp_path), 0o555)
+        try:
+            assert 'is not writable' in change.writable()
+        finally:
+            os.chmod(str(tmp_path), 0o755)
+
+
+def test_audit_rows_name_sources_fallbacks_and_gaps():
+    observed = {'login': {'limits': {'nofile': {'human': '1024:20000'}}},
+                'service': {'limits': {'nofile': {'human': '16384:16384'}}},
+                'docker': {'limits': {}}}
+    expected = {'nofile': {'human': '16384:16384'}}
+    gaps = [{'context': 'login', 'item': 'nofile', 'sides': ['soft', 'hard']}]
+    configured = {'login': {'nofile': {'soft_source': '', 'hard_source': '/etc/l.conf:3'}},
+                  'service': {'nofile': {'source': '/etc/s.conf', 'line': 4}}}
+    rows = audit.rows(observed, expected, gaps, configured, ['nofile'])
+    assert rows == [
+        dict(context='login', item='nofile', actual='1024:20000', expected='16384:16384',
+             source='/etc/l.conf:3', gap='soft+hard'),
+        dict(context='service', item='nofile', actual='16384:16384', expected='16384:16384',
+             source='/etc/s.conf:4', gap=''),
+        dict(context='docker', item='nofile', actual='(none)', expected='16384:16384',
+             source='inherited from containerd', gap='')]
