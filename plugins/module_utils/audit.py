@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import pwd
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
@@ -27,11 +28,8 @@ FALLBACK = {
 UNIT_FALLBACK = 'the unit or manager default'
 
 
-class AuditError(Exception):
-    def __init__(self, msg, result=None):
-        super(AuditError, self).__init__(msg)
-        self.msg = msg
-        self.result = dict(result or {})
+class AuditError(changes.Failure):
+    """An audit that cannot be made: ``msg`` and the result so far."""
 
 
 def source_of(context, configured):

@@ -17,6 +17,7 @@ import os
 import pwd
 import shlex
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 
@@ -168,13 +169,8 @@ def gap_table(gap_list, pending=None):
                      for row in rows)
 
 
-class ProbeFailure(Exception):
+class ProbeFailure(changes.Failure):
     """A probe request that cannot be run (bad arguments): ``msg`` and the result so far."""
-
-    def __init__(self, msg, result=None):
-        super(ProbeFailure, self).__init__(msg)
-        self.msg = msg
-        self.result = dict(result or {})
 
 
 class ProbeError(Exception):

@@ -12,24 +12,21 @@ import grp
 import os
 import pwd
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
 
 ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
 
-class InfoError(Exception):
+class InfoError(changes.Failure):
     """A report that cannot be made: ``msg`` and the result so far."""
-
-    def __init__(self, msg, result=None):
-        super(InfoError, self).__init__(msg)
-        self.msg = msg
-        self.result = dict(result or {})
 
 
 def lookup_user(name):
@@ -205,21 +202,6 @@ def containerd_limits():
     return {}
 
 
-def docker_running(host, live_restore):
-    """{count, live_restore} of the running dockerd (count None when unknown)."""
-    docker = host.get_bin_path('docker')
-    running = {'count': None, 'live_restore': live_restore}
-    if docker:
-        rc, out, _err = host.run_command([docker, 'ps', '-q'], environ_update=ENV)
-        if rc == 0:
-            running['count'] = len([line for line in out.splitlines() if line.strip()])
-        rc, out, _err = host.run_command(
-            [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=ENV)
-        if rc == 0 and out.strip() in ('true', 'false'):
-            running['live_restore'] = out.strip() == 'true'
-    return running
-
-
 def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True):
     """docker_ulimits_info's result without the probe: daemon.json's defaults with their
     file:line:column, the unit's flags, containerd's limits and (``running``) the containers."""
@@ -243,7 +225,8 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
     result = dict(changed=False, path=path, config=config, problems=problems,
                   unit_flags=dj.unit_flags(unit), containerd=containerd_limits())
     if running:
-        result['running_containers'] = docker_running(host, config['live_restore'])
+        result['running_containers'] = runtime_plan.running_containers(
+            host, {dj.LIVE_RESTORE_KEY: config['live_restore']})
     return result
 
 

@@ -24,17 +24,25 @@ def _text(raw):
     return raw.decode('utf-8', 'surrogateescape') if raw is not None else None
 
 
+def container_count(host, runtime):
+    """How many containers ``runtime`` (docker, podman) runs; None when it cannot say."""
+    binary = host.get_bin_path(runtime)
+    if not binary:
+        return None
+    rc, out, _err = host.run_command([binary, 'ps', '-q'], environ_update=C_ENV)
+    if rc != 0:
+        return None
+    return len([line for line in out.splitlines() if line.strip()])
+
+
 def running_containers(host, config):
     """{count, live_restore} from the docker CLI, falling back to daemon.json for live_restore.
 
     ``host``: the AnsibleModule (run_command, get_bin_path)."""
-    count = None
+    count = container_count(host, 'docker')
     live_restore = None
     docker = host.get_bin_path('docker')
     if docker:
-        rc, out, _err = host.run_command([docker, 'ps', '-q'], environ_update=C_ENV)
-        if rc == 0:
-            count = len([line for line in out.splitlines() if line.strip()])
         rc, out, _err = host.run_command(
             [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=C_ENV)
         if rc == 0 and out.strip() in ('true', 'false'):
@@ -171,13 +179,8 @@ def plan_podman(params, host):
         warnings.append('%s sets %s too and is read after %s, so it replaces this value'
                         % (place, key, path))
 
-    count = None
-    podman = host.get_bin_path('podman')
-    if podman:
-        rc, out, _err = host.run_command([podman, 'ps', '-q'], environ_update=C_ENV)
-        if rc == 0:
-            count = len([line for line in out.splitlines() if line.strip()])
-    result['running_containers'] = {'count': count, 'live_restore': None}
+    result['running_containers'] = {'count': container_count(host, 'podman'),
+                                    'live_restore': None}
     change = changes.Change(path, result, doc.text if raw is not None else None,
                             new_text, changed=changed)
     change.warnings = warnings
