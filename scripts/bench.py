@@ -256,7 +256,7 @@ def markdown(rows, meta):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--nodes', default=os.environ.get('NODES', '4 16 32'))
     parser.add_argument('--repeat', type=int, default=int(os.environ.get('REPEAT', '3')))
     parser.add_argument('--out', default=OUT_DIR)

@@ -277,7 +277,7 @@ def probe(host, params):
             plan.append((context, command, lambda: prober.user_manager(user, uid)))
         else:
             command = container_command(context, params[context + '_image'],
-                                                  params['run_options'])
+                                        params['run_options'])
             plan.append((context, command, lambda c=command, x=context: prober.proc(c, x)))
     for unit in params['units']:
         unit = normalize_unit(unit)

@@ -32,7 +32,7 @@ author:
 options:
   profile:
     description:
-      - Item -> value or C({soft, hard}), the profile the contexts are compared with, in the
+      - Item -> a value, or a dictionary with C(soft) and C(hard); the profile the contexts are compared with, in the
         forms of M(gpufleet.tuning.limits_profile).
     type: dict
     required: true

@@ -16,7 +16,7 @@ description:
   - Writes one profile of resource limits everywhere a training process can start, in one module
     call, through the same planners as M(gpufleet.tuning.pam_limits),
     M(gpufleet.tuning.systemd_limits), M(gpufleet.tuning.docker_ulimits) and
-    M(gpufleet.tuning.podman_ulimits): login sessions (a limits.d file), the system and user
+    M(gpufleet.tuning.podman_ulimits), for login sessions (a limits.d file), the system and user
     managers' C(DefaultLimit*=) (C(system.conf.d) and C(user.conf.d) drop-ins), units'
     C(Limit*=) (containerd and O(units)), Docker's C(default-ulimits) and Podman's
     C(containers.conf) drop-in.
@@ -39,8 +39,7 @@ author:
 options:
   profile:
     description:
-      - Item -> value or C({soft, hard}) (or C({value})), such as
-        C({nofile: 65536, nproc: {soft: 16384, hard: 32768}, memlock: unlimited}).
+      - Item -> a value, or a dictionary with C(soft) and C(hard) (or C(value)); see EXAMPLES.
       - Sizes take C(64MiB), C(8G) (base 1024); a bare number is in limits.conf units (KiB for
         size items, minutes for C(cpu)); C(unlimited)/C(infinity)/C(-1) mean unlimited.
       - Every context gets every item; an item a context cannot express (C(maxlogins) for
@@ -118,7 +117,7 @@ options:
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
 notes:
-  - Check mode plans every context and reports RV(changed), RV(diff) and RV(actions) without
+  - Check mode plans every context and reports C(changed), C(diff) and RV(actions) without
     writing; diff mode shows one diff per changed file.
   - The single-format modules stay available for one context at a time, with their extra
     options (C(exclusive), C(state=absent), C(purge)).
