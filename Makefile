@@ -15,9 +15,10 @@ IMAGES ?= debian12 debian11
 MOLECULE_DISTRO ?= debian12
 export MOLECULE_DISTRO
 export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
-SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+# Every scenario but reliability, which `make test-reliability` runs with its fleet test.
+SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean demo demo-test lab-up lab-down bench
+.PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean demo demo-test lab-up lab-down bench test-reliability
 
 all: test
 
@@ -55,9 +56,17 @@ molecule: setup
 	@test -n "$(SCENARIOS)" || { echo "no Molecule scenarios found"; exit 1; }
 	for scenario in $(SCENARIOS); do molecule test -s $$scenario || exit 1; done
 
+# The reliability suite (docs/reliability.md): bad input, interrupted writes, check mode,
+# rollback, dockerd under when_idle (Molecule scenario), then a 4-node fleet with one node down
+# and one failing (its own lab, gpufleet-rel-*). Needs the node image (make images).
+test-reliability: setup
+	molecule test -s reliability
+	tests/reliability/fleet_test.sh
+
 test: lint sanity vermin unit build
 	$(MAKE) images IMAGES=$(MOLECULE_DISTRO)
 	$(MAKE) molecule
+	$(MAKE) test-reliability
 	$(MAKE) demo-test
 
 build: setup
