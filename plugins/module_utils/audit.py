@@ -28,6 +28,26 @@ FALLBACK = {
 UNIT_FALLBACK = 'the unit or manager default'
 
 
+TARGETS = [
+    ('pam', profile_plan.DEFAULTS['pam_path']),
+    ('systemd_system', sdconf.dropin_path(sdconf.SYSTEM, None, sdconf.DROPIN_NAME)),
+    ('systemd_user', sdconf.dropin_path(sdconf.USER, None, sdconf.DROPIN_NAME)),
+    ('docker', profile_plan.DEFAULTS['docker_daemon_json']),
+    ('podman', profile_plan.DEFAULTS['podman_dropin']),
+]
+
+
+def unwritable(present):
+    """The files the limits role writes that cannot be written here (read-only mounts)."""
+    found = []
+    for context, path in TARGETS:
+        if context in present:
+            problem = changes.Change(path, {}, None, '').writable()
+            if problem:
+                found.append(dict(context=context, path=path, msg=problem))
+    return found
+
+
 class AuditError(changes.Failure):
     """An audit that cannot be made: ``msg`` and the result so far."""
 
@@ -66,7 +86,7 @@ def audit(host, params):
     profile = params['profile']
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
-                  pam_invalid=[], systemd_pending=[], present=[])
+                  pam_invalid=[], systemd_pending=[], present=[], unwritable=[])
     try:
         items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
         model.parse_profile(profile, 'profile')
@@ -92,6 +112,7 @@ def audit(host, params):
         raise AuditError(exc.msg, result)
     present = profile_plan.detect_contexts()
     result['present'] = present
+    result['unwritable'] = unwritable(present)
     docker = info.docker_report(host, running=False) if 'docker' in present else None
     podman = info.podman_report() if 'podman' in present else None
     if docker:

@@ -81,3 +81,36 @@ class Ceiling(object):
         if not candidates:
             return None, None
         return min(candidates, key=lambda c: c[0])
+
+
+def check_request(request, ceiling, force, field='limits', setter='systemd',
+                  consequence='services would fail to start'):
+    """(errors, warnings) for requested values that would not work on this host.
+
+    ``request``: {item: Limit}; ``field`` names the option in messages (limits.nofile),
+    ``setter`` who raises the limit (systemd, the container runtime) and ``consequence`` what
+    happens if it cannot. nofile is never unlimited and never above fs.nr_open; a hard value
+    above what the host lets ``setter`` set is refused unless ``force``.
+    """
+    errors, warnings = [], []
+    for name, limit in sorted((request or {}).items()):
+        item = model.ITEMS[name]
+        if name == 'nofile' and model.UNLIMITED in (limit.hard, limit.soft):
+            errors.append('%s.nofile: unlimited is not possible for nofile; the kernel caps '
+                          'it at fs.nr_open (%s)' % (field, ceiling.nr_open or 'unknown'))
+            continue
+        if name == 'nofile' and ceiling.nr_open and limit.hard is not None and \
+                model.exceeds(limit.hard, ceiling.nr_open):
+            errors.append('%s.nofile: hard %s is above fs.nr_open (%d)'
+                          % (field, limit.hard, ceiling.nr_open))
+            continue
+        top, reason = ceiling.hard_ceiling(item)
+        if top is not None and limit.hard is not None and model.exceeds(limit.hard, top):
+            message = ('%s.%s: hard %s is above what this host lets %s set: %s; %s'
+                       % (field, name, model.format_human(item, limit.hard), setter, reason,
+                          consequence))
+            if force:
+                warnings.append(message + ' (written because force=true)')
+            else:
+                errors.append(message + ' (set force=true to write it anyway)')
+    return errors, warnings

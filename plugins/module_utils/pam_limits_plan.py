@@ -274,6 +274,19 @@ def target_is_read(target, limits_conf, limits_dir):
             and target.endswith('.conf'))
 
 
+def file_mode(mode, result=None):
+    """The mode option (an octal string such as '0644', or an int) -> int; Failure naming it."""
+    if isinstance(mode, str):
+        try:
+            mode = int(mode, 8)
+        except ValueError:
+            raise changes.Failure('mode: %r is not an octal file mode such as 0644' % mode, result)
+    if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
+        raise changes.Failure('mode: %r is not a file mode between 0000 and 7777' % (mode,),
+                              result)
+    return mode
+
+
 def plan_change(params, ceiling=None):
     """The pam_limits module's plan: guards, layout, conflicts and the new file; nothing written.
 
@@ -282,6 +295,7 @@ def plan_change(params, ceiling=None):
     """
     path = params['path']
     result = dict(changed=False, path=path, entries=[], conflicts=[], overrides=[], invalid=[])
+    mode = file_mode(params['mode'], result)
     try:
         entries = parse_entries(params['limits'], params['state'])
     except PlanError as exc:
@@ -325,9 +339,6 @@ def plan_change(params, ceiling=None):
 
     changed = not (current_text is None and (params['state'] == 'absent' or not new_text)
                    or current_text is not None and new_text == current_text)
-    mode = params['mode']
-    if isinstance(mode, str):
-        mode = int(mode, 8)
     change = changes.Change(path, result, current_text, new_text if changed else current_text,
                             changed=changed, mode=mode)
     change.warnings = warnings

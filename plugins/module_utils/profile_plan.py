@@ -157,12 +157,12 @@ def plan_profile(params, host):
         # running containers are asked for only when a restart is due (actions)
         plans.append(('docker', runtime_plan.plan_docker, dict(
             ulimits=profile, shm_size=params['docker_shm_size'], purge=False,
-            path=params['docker_daemon_json'], unit='docker.service', probe_containers=False),
-            (host,)))
+            path=params['docker_daemon_json'], unit='docker.service', probe_containers=False,
+            force=params['force']), (host, ceiling)))
     if 'podman' in contexts:
         plans.append(('podman', runtime_plan.plan_podman, dict(
-            ulimits=profile, shm_size=None, purge=False, path=params['podman_dropin']),
-            (host,)))
+            ulimits=profile, shm_size=None, purge=False, path=params['podman_dropin'],
+            force=params['force']), (host, ceiling)))
 
     planned = []
     for context, planner, options, extra in plans:

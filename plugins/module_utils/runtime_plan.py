@@ -14,6 +14,7 @@ from collections import OrderedDict
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError, read_bytes
 
@@ -52,8 +53,18 @@ def running_containers(host, config):
     return {'count': count, 'live_restore': live_restore}
 
 
-def plan_docker(params, host):
-    """The docker_ulimits plan. ``params``: ulimits, shm_size, purge, path, unit."""
+def guard(requested, params, result, ceiling, warnings):
+    """Refuse (changes.Failure) values no new container could start with."""
+    errors, forced = host_limits.check_request(
+        requested, ceiling or host_limits.Ceiling(), params.get('force', False), 'ulimits',
+        'the container runtime', 'new containers would fail to start')
+    if errors:
+        raise changes.Failure('; '.join(errors), result, errors=errors)
+    warnings.extend(forced)
+
+
+def plan_docker(params, host, ceiling=None):
+    """The docker_ulimits plan. ``params``: ulimits, shm_size, purge, path, unit, force."""
     path = params['path']
     result = dict(changed=False, path=path, restart_required=False)
 
@@ -92,6 +103,7 @@ def plan_docker(params, host):
             requested = dj.complete_limits(requested, current, 'ulimits')
     except (dj.DaemonJsonError, model.LimitError) as exc:
         raise changes.Failure(str(exc), result)
+    guard(requested, params, result, ceiling, warnings)
 
     new = dj.merge(data, requested, shm_size, params['purge'])
 
@@ -129,8 +141,8 @@ def probe_containers(change, host):
             'off' % (os.path.basename(change.path), result['running_containers']['count']))
 
 
-def plan_podman(params, host):
-    """The podman_ulimits plan. ``params``: ulimits, shm_size, purge, path."""
+def plan_podman(params, host, ceiling=None):
+    """The podman_ulimits plan. ``params``: ulimits, shm_size, purge, path, force."""
     path = params['path']
     result = dict(changed=False, path=path, restart_required=False, overridden_by=[])
 
@@ -147,6 +159,7 @@ def plan_podman(params, host):
         final = current
         if requested is not None:
             requested = dj.complete_limits(requested, current, 'ulimits')
+            guard(requested, params, result, ceiling, warnings)
             final = cc.merge_ulimits(current, requested, params['purge'])
             entry = doc.get(cc.TABLE, cc.ULIMITS_KEY)
             if final != current or (entry is None and final) or warnings:

@@ -38,6 +38,33 @@ def backup_path(path):
     return '%s.%s.%s~' % (path, os.getpid(), time.strftime('%Y-%m-%d@%H:%M:%S'))
 
 
+STALE_AFTER = 3600
+
+
+def remove_stale_temporaries(path, now=None):
+    """Remove temporary files an interrupted write of ``path`` left (.NAME.XXXX.tmp, older than
+    an hour, so never one a running write still uses). Returns the paths removed."""
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = '.%s.' % os.path.basename(path)
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith('.tmp')):
+            continue
+        full = os.path.join(directory, name)
+        try:
+            if now - os.lstat(full).st_mtime > STALE_AFTER:
+                os.unlink(full)
+                removed.append(full)
+        except OSError:
+            pass
+    return removed
+
+
 def write_atomic(path, data, mode=0o644, backup=False, make_dirs=True, dir_mode=0o755):
     """Write ``data`` (bytes) to ``path`` atomically, keeping an existing file's owner and mode.
 
@@ -62,6 +89,7 @@ def write_atomic(path, data, mode=0o644, backup=False, make_dirs=True, dir_mode=
             shutil.copy2(path, backup_file)
         except (IOError, OSError) as exc:
             raise FileError('%s: cannot write backup %s: %s' % (path, backup_file, exc))
+    remove_stale_temporaries(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp',
                                    dir=directory)

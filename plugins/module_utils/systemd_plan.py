@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import pwd
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
@@ -44,27 +45,7 @@ def parse_request(limits, state):
 
 def check_guards(request, ceiling, force):
     """(errors, warnings) for values that would not work on this host."""
-    errors, warnings = [], []
-    for name, limit in sorted((request or {}).items()):
-        item = model.ITEMS[name]
-        if name == 'nofile' and (limit.hard == model.UNLIMITED or limit.soft == model.UNLIMITED):
-            errors.append('limits.nofile: unlimited is not possible for nofile; the kernel caps '
-                          'it at fs.nr_open (%s)' % (ceiling.nr_open or 'unknown'))
-            continue
-        if name == 'nofile' and ceiling.nr_open and model.exceeds(limit.hard, ceiling.nr_open):
-            errors.append('limits.nofile: hard %s is above fs.nr_open (%d)'
-                          % (limit.hard, ceiling.nr_open))
-            continue
-        top, reason = ceiling.hard_ceiling(item)
-        if top is not None and model.exceeds(limit.hard, top):
-            message = ('limits.%s: hard %s is above what this host lets systemd set: %s; '
-                       'services would fail to start' % (name, model.format_human(item, limit.hard),
-                                                         reason))
-            if force:
-                warnings.append(message + ' (written because force=true)')
-            else:
-                errors.append(message + ' (set force=true to write it anyway)')
-    return errors, warnings
+    return host_limits.check_request(request, ceiling, force)
 
 
 def find_conflicts(request, resolution, path):
@@ -138,6 +119,21 @@ def _user_name(uid):
         return None
 
 
+def check_unit(unit):
+    """ConfError unless ``unit`` has a unit file systemd loads (a drop-in would do nothing)."""
+    fragment, _dropins = sdconf.unit_files(unit)
+    if fragment is not None:
+        return
+    for directory in sdconf.UNIT_DIRS:
+        path = '%s/%s' % (directory, unit)
+        if os.path.islink(path) and os.path.realpath(path) == '/dev/null':
+            raise sdconf.ConfError('unit: %s is masked (%s -> /dev/null); its limits would never '
+                                   'apply' % (unit, path))
+    raise sdconf.ConfError('unit: %s has no unit file in %s; systemd would ignore its drop-in '
+                           '(install the unit first)' % (unit, ', '.join(
+                               d for d in sdconf.UNIT_DIRS if not d.endswith('.control'))))
+
+
 def plan_change(params, run, ceiling=None):
     """The systemd_limits module's plan. ``params``: scope or unit, limits, state, dropin,
     on_conflict, force; ``run(args, environ_update)`` -> (rc, out, err) for the live checks.
@@ -157,6 +153,8 @@ def plan_change(params, run, ceiling=None):
             section, prefix = sdconf.MANAGER_SECTION, sdconf.MANAGER_PREFIX
         path = sdconf.dropin_path(scope, unit, dropin)
         result['path'] = path
+        if unit and state == 'present':
+            check_unit(unit)
         request = parse_request(params['limits'], state)
     except (model.LimitError, sdconf.ConfError) as exc:
         raise changes.Failure(str(exc), result)

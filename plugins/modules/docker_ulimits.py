@@ -83,6 +83,14 @@ options:
     description: Keep a timestamped copy of the file when it changes.
     type: bool
     default: false
+  force:
+    description:
+      - Write hard values above what this host lets the container runtime set (PID 1's hard
+        limit when root lacks CAP_SYS_RESOURCE, as in a container) with a warning instead of
+        refusing them. C(nofile) C(unlimited) or above C(fs.nr_open) is always refused: no
+        container could start with it.
+    type: bool
+    default: false
 notes:
   - Restart dockerd afterwards (a handler on RV(restart_required)); C(systemctl reload docker)
     does not apply C(default-ulimits).
@@ -176,6 +184,7 @@ def main():
             path=dict(type='path', default=dj.DAEMON_JSON),
             unit=dict(type='str', default='docker.service'),
             backup=dict(type='bool', default=False),
+            force=dict(type='bool', default=False),
         ),
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,

@@ -129,6 +129,15 @@ systemd_pending:
   type: list
   elements: dict
   sample: []
+unwritable:
+  description:
+    - Files the limits role writes whose directory cannot be written (a read-only mount), so
+      tuning this node fails there.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{context: pam, path: /etc/security/limits.d/90-gpufleet-tuning.conf,
+            msg: "/etc/security/limits.d/90-gpufleet-tuning.conf: cannot write: directory /etc/security/limits.d is not writable (read-only?)"}]
 present:
   description: The contexts present on the node (as limits_profile finds them).
   returned: success

@@ -66,6 +66,14 @@ options:
     description: Keep a timestamped copy of the file when it changes.
     type: bool
     default: false
+  force:
+    description:
+      - Write hard values above what this host lets the container runtime set (PID 1's hard
+        limit when root lacks CAP_SYS_RESOURCE, as in a container) with a warning instead of
+        refusing them. C(nofile) C(unlimited) or above C(fs.nr_open) is always refused: no
+        container could start with it.
+    type: bool
+    default: false
 notes:
   - Applies to containers created afterwards; running containers keep their limits. Rootless
     Podman also reads C(~/.config/containers/containers.conf), which overrides this file.
@@ -137,6 +145,7 @@ def main():
             purge=dict(type='bool', default=False),
             path=dict(type='path', default=cc.DROPIN),
             backup=dict(type='bool', default=False),
+            force=dict(type='bool', default=False),
         ),
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,

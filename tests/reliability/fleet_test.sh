@@ -57,5 +57,5 @@ for node in $healthy; do
 done
 
 python3 tests/reliability/check_fleet.py "$out" --unreachable "$unreachable" \
-  --failing "$failing" --healthy $healthy
+  --failing "$failing" --healthy $healthy --strict-audit
 echo "fleet test: passed in $(( $(date +%s) - start ))s (logs in $out)"

@@ -103,3 +103,19 @@ def test_audit_rows_name_sources_fallbacks_and_gaps():
              source='/etc/s.conf:4', gap=''),
         dict(context='docker', item='nofile', actual='(none)', expected='16384:16384',
              source='inherited from containerd', gap='')]
+
+
+def test_a_write_removes_only_stale_temporaries_of_its_own_file(tmp_path):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+    target = tmp_path / 'limits.conf'
+    stale = tmp_path / '.limits.conf.abc123.tmp'
+    fresh = tmp_path / '.limits.conf.def456.tmp'
+    other = tmp_path / '.other.conf.abc123.tmp'
+    for path in (stale, fresh, other):
+        path.write_text('partial')
+    old = time.time() - safe_file.STALE_AFTER - 10
+    os.utime(str(stale), (old, old))
+    os.utime(str(other), (old, old))
+    safe_file.write_atomic(str(target), b'new\n')
+    assert target.read_bytes() == b'new\n'
+    assert not stale.exists() and fresh.exists() and other.exists()

@@ -7,9 +7,7 @@ configuration, hidden temporary files included) and, for the role, restart nothi
 
 A case is (id, module or 'role', arguments, node set-up, expected substrings). Arguments and
 messages may use {above_nr_open}, {nr_open}, {above_ceiling} and {ceiling}, read from the node.
-Cases marked GAP are inputs the collection accepts today although they should be refused; they
-run as strict xfail (they must still be accepted, so that fixing one makes this file fail until
-its mark is removed). Files are put back to the converged state after every case.
+Files are put back to the converged state after every case.
 """
 import base64
 import os
@@ -49,10 +47,6 @@ def pam(domain, item, **values):
     return {'limits': [dict(domain=domain, item=item, **values)]}
 
 
-def gap(reason):
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason='GAP: ' + reason)
-
-
 CASES = [
     # --- pam_limits ---------------------------------------------------------------------
     ('pam-unknown-item', PAM, pam('*', 'fds', value=1024), None,
@@ -86,12 +80,9 @@ CASES = [
     ('pam-read-only-limits-d-backup', PAM, dict(pam('*', 'nofile', value=8192), backup=True),
      read_only(LIMITS_D),
      [PAM_FILE + ': cannot write backup ' + PAM_FILE, 'Read-only file system']),
-    pytest.param(
-        'pam-invalid-mode', PAM,
-        dict(pam('*', 'nofile', value=8192), path=LIMITS_D + '/80-new.conf', mode='0999'), None,
-        ["mode: '0999'"],
-        marks=gap("pam_limits fails with Python's \"invalid literal for int() with base 8: "
-                  "'0999'\" (no field named)")),
+    ('pam-invalid-mode', PAM,
+     dict(pam('*', 'nofile', value=8192), path=LIMITS_D + '/80-new.conf', mode='0999'), None,
+     ["mode: '0999'"]),
     # --- systemd_limits -----------------------------------------------------------------
     ('systemd-unknown-item', SYSTEMD, {'scope': 'system', 'limits': {'fds': 5}}, None,
      ["limits.fds: unknown limit item 'fds'"]),
@@ -129,12 +120,9 @@ CASES = [
      read_only('/etc/systemd/system.conf.d'),
      [SYSTEM_DROPIN + ': cannot create a temporary file in /etc/systemd/system.conf.d: '
       'Read-only file system']),
-    pytest.param(
-        'systemd-unknown-unit', SYSTEMD,
-        {'unit': 'gpufleet-no-such-unit.service', 'limits': {'nofile': 4096}}, None,
-        ['gpufleet-no-such-unit.service'],
-        marks=gap('systemd_limits writes a drop-in for a unit systemd does not know '
-                  '(LoadState=not-found) and reports success')),
+    ('systemd-unknown-unit', SYSTEMD,
+     {'unit': 'gpufleet-no-such-unit.service', 'limits': {'nofile': 4096}}, None,
+     ['gpufleet-no-such-unit.service']),
     # --- docker_ulimits -----------------------------------------------------------------
     ('docker-unparsable-daemon-json', DOCKER, {'ulimits': {'nofile': 4096}},
      write(DAEMON_JSON, '{\n  "storage-driver": "vfs",\n  "debug": true,\n'
@@ -155,15 +143,10 @@ CASES = [
      ["shm_size: 'a lot' is not a size"]),
     ('docker-read-only-etc-docker', DOCKER, {'ulimits': {'nofile': 8192}}, read_only('/etc/docker'),
      [DAEMON_JSON + ': cannot create a temporary file in /etc/docker: Read-only file system']),
-    pytest.param(
-        'docker-unlimited-nofile', DOCKER, {'ulimits': {'nofile': 'unlimited'}}, None,
-        ['ulimits.nofile'],
-        marks=gap('docker_ulimits writes nofile -1 (runc then fails every container: '
-                  '"error setting rlimit type 7: operation not permitted")')),
-    pytest.param(
-        'docker-above-nr-open', DOCKER, {'ulimits': {'nofile': '{above_nr_open}'}}, None,
-        ['ulimits.nofile'],
-        marks=gap('docker_ulimits writes a nofile above fs.nr_open (containers fail to start)')),
+    ('docker-unlimited-nofile', DOCKER, {'ulimits': {'nofile': 'unlimited'}}, None,
+     ['ulimits.nofile']),
+    ('docker-above-nr-open', DOCKER, {'ulimits': {'nofile': '{above_nr_open}'}}, None,
+     ['ulimits.nofile']),
     # --- podman_ulimits -----------------------------------------------------------------
     ('podman-malformed-element', PODMAN, {'ulimits': {'nproc': 4096}},
      write(PODMAN_DROPIN, '[containers]\ndefault_ulimits = ["core=0:0", "nofile=many"]\n'),
@@ -195,18 +178,12 @@ CASES = [
      [DAEMON_JSON + ":4:15: invalid JSON"]),
     ('role-read-only-etc-docker', ROLE, {'limits_profile': dict(BASELINE, nofile=12288)},
      read_only('/etc/docker'), [DAEMON_JSON + ': cannot write']),
-    pytest.param(
-        'role-docker-only-unlimited-nofile', ROLE,
-        {'limits_profile': dict(BASELINE, nofile='unlimited'), 'limits_contexts': ['docker']},
-        None, ['nofile cannot be unlimited'],
-        marks=gap('with limits_contexts [docker] the role writes nofile -1 to daemon.json and '
-                  'restarts dockerd; new containers fail to start and nothing is rolled back')),
-    pytest.param(
-        'role-unknown-unit', ROLE,
-        {'limits_profile': BASELINE, 'limits_units': [UNIT, 'gpufleet-no-such-unit.service']},
-        None, ['gpufleet-no-such-unit.service'],
-        marks=gap('the role writes a drop-in for a unit systemd does not know and succeeds '
-                  '("Not verified: ... is not running")')),
+    ('role-docker-only-unlimited-nofile', ROLE,
+     {'limits_profile': dict(BASELINE, nofile='unlimited'), 'limits_contexts': ['docker']},
+     None, ['ulimits.nofile: unlimited is not possible for nofile']),
+    ('role-unknown-unit', ROLE,
+     {'limits_profile': BASELINE, 'limits_units': [UNIT, 'gpufleet-no-such-unit.service']},
+     None, ['gpufleet-no-such-unit.service']),
 ]
 
 

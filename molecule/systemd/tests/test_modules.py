@@ -96,8 +96,24 @@ def test_check_and_diff_mode(host, module):
     assert checksums(host, MANAGED) == before
 
 
+def test_unknown_and_masked_units_are_refused(host, module):
+    ok, result, out = module('gpufleet.tuning.systemd_limits', {
+        'unit': 'gpufleet-nowhere', 'limits': {'nofile': 5000}})
+    assert not ok and 'unit: gpufleet-nowhere.service has no unit file' in result['msg'], out
+    assert not host.file('/etc/systemd/system/gpufleet-nowhere.service.d').exists
+    host.check_output('ln -sf /dev/null /etc/systemd/system/gpufleet-masked.service')
+    try:
+        ok, result, out = module('gpufleet.tuning.systemd_limits', {
+            'unit': 'gpufleet-masked', 'limits': {'nofile': 5000}})
+        assert not ok and 'unit: gpufleet-masked.service is masked' in result['msg'], out
+    finally:
+        host.check_output('rm -f /etc/systemd/system/gpufleet-masked.service')
+
+
 def test_absent_removes_only_its_keys_then_the_file(host, module):
     scratch = '/etc/systemd/system/gpufleet-scratch.service.d/90-gpufleet-tuning.conf'
+    host.check_output("printf '[Service]\\nExecStart=/bin/true\\n' "
+                      "> /etc/systemd/system/gpufleet-scratch.service")
     ok, result, out = module('gpufleet.tuning.systemd_limits', {
         'unit': 'gpufleet-scratch', 'limits': {'nofile': 5000, 'nproc': 600}})
     assert ok and result['changed'] and result['restart_required'] == [], out
