@@ -87,7 +87,7 @@ options:
     description:
       - Write hard values above what this host lets the container runtime set (PID 1's hard
         limit when root lacks CAP_SYS_RESOURCE, as in a container) with a warning instead of
-        refusing them. C(nofile) C(unlimited) or above C(fs.nr_open) is always refused: no
+        refusing them. C(nofile) C(unlimited) or above C(fs.nr_open) is always refused, as no
         container could start with it.
     type: bool
     default: false
