@@ -42,3 +42,16 @@ attributes:
     support: N/A
     platforms: posix
 '''
+
+    # The force option of docker_ulimits and podman_ulimits.
+    RUNTIME_FORCE = r'''
+options:
+  force:
+    description:
+      - Write hard values above what this host lets the container runtime set (PID 1's hard
+        limit when root lacks CAP_SYS_RESOURCE, as in a container) with a warning instead of
+        refusing them. C(nofile) C(unlimited) or above C(fs.nr_open) is always refused, as no
+        container could start with it.
+    type: bool
+    default: false
+'''

@@ -83,14 +83,8 @@ options:
     description: Keep a timestamped copy of the file when it changes.
     type: bool
     default: false
-  force:
-    description:
-      - Write hard values above what this host lets the container runtime set (PID 1's hard
-        limit when root lacks CAP_SYS_RESOURCE, as in a container) with a warning instead of
-        refusing them. C(nofile) C(unlimited) or above C(fs.nr_open) is always refused, as no
-        container could start with it.
-    type: bool
-    default: false
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes.RUNTIME_FORCE
 notes:
   - Restart dockerd afterwards (a handler on RV(restart_required)); C(systemctl reload docker)
     does not apply C(default-ulimits).
