@@ -93,7 +93,7 @@ def audit(host, params):
     except model.LimitError as exc:
         raise AuditError(str(exc), result)
     try:
-        uid = pwd.getpwnam(user).pw_uid
+        pwd.getpwnam(user)
     except KeyError:
         raise AuditError('user: %s does not exist on this host' % user, result)
 
@@ -119,8 +119,7 @@ def audit(host, params):
         warnings.extend('daemon.json: %s' % p for p in docker['problems'])
 
     contexts = ['login', 'service']
-    if sdconf.systemd_running() and any(
-            found == uid for _unit, found in sdconf.running_user_managers(run)):
+    if user in user_scope['user_managers']:    # the user's manager runs (systemd_report saw it)
         contexts.append('user_manager')
     if docker is not None and params['docker_image']:
         contexts.append('docker')

@@ -27,13 +27,11 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_con
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
 
 CONTEXTS = ['pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman']
-UNIT_DIRS = ['/etc/systemd/system', '/run/systemd/system', '/usr/local/lib/systemd/system',
-             '/usr/lib/systemd/system', '/lib/systemd/system']
 PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
 
 
 def unit_exists(unit, root=''):
-    return any(os.path.exists(root + os.path.join(d, unit)) for d in UNIT_DIRS)
+    return any(os.path.exists(root + os.path.join(d, unit)) for d in sdconf.UNIT_DIRS)
 
 
 def detect_contexts(root=''):
@@ -73,11 +71,7 @@ def pam_entries(profile, domains):
         for item, value in profile.items():
             entry = dict(domain=domain, item=item, value=None, soft=None, hard=None)
             if isinstance(value, dict):
-                for key, side in value.items():
-                    if key not in ('value', 'soft', 'hard'):
-                        raise changes.Failure('profile.%s: unknown key %r (use soft, hard or '
-                                              'value)' % (item, key))
-                    entry[key] = side
+                entry.update(value)     # keys checked by model.parse_profile before this
             else:
                 entry['value'] = value
             entries.append(entry)

@@ -55,7 +55,10 @@ UNIT_DIRS = ('/etc/systemd/system.control', '/run/systemd/system.control',
              '/etc/systemd/system.attached', '/run/systemd/system',
              '/run/systemd/system.attached', '/run/systemd/generator',
              '/usr/local/lib/systemd/system', '/usr/lib/systemd/system',
-             '/run/systemd/generator.late')
+             '/run/systemd/generator.late',
+             # split /usr (Debian or Ubuntu upgraded in place): last, so that on merged /usr,
+             # where it is /usr/lib/systemd/system again, it never wins a name
+             '/lib/systemd/system')
 # Sections in which each unit type accepts Limit*= (systemd.exec(5)).
 UNIT_SECTIONS = {'service': 'Service', 'socket': 'Socket', 'mount': 'Mount', 'swap': 'Swap'}
 _UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9:_.\\@-]+\.(service|socket|mount|swap)$')
