@@ -9,7 +9,10 @@ Plain Python (no Ansible import), runs on Python 3.8 targets.
   DaemonJsonError naming ``path:line:column``; entries of ``default-ulimits`` are located in the
   text so that an entry the limit model refuses is reported with its line and column too.
 * merge() changes only ``default-ulimits`` (per item) and ``default-shm-size``; every other key
-  keeps its value and position. render() writes indent 2 and a trailing newline.
+  keeps its value and position. render() writes the file's own indentation (detect_indent():
+  a number of spaces or a tab, 2 for a new, empty or one-line file) and a trailing newline, so
+  that a rewrite of a 4-space or tab-indented file (the NVIDIA container toolkit writes 4
+  spaces) changes only the lines it has to.
 * unit_flag_conflicts() reads docker.service with its drop-ins the way systemd does (the first
   unit file found, then drop-ins ordered by file name, ``/etc`` shadowing ``/run`` shadowing
   ``/usr/lib``; an empty ``ExecStart=`` resets) and reports ``--default-ulimit`` /
@@ -81,12 +84,55 @@ def parse(text, path=DAEMON_JSON):
     if not isinstance(data, dict):
         raise DaemonJsonError('%s:1:1: the top level must be a JSON object, got %s'
                               % (path, type(data).__name__))
-    return data
+    return DaemonJson(data, indent=detect_indent(text))
 
 
-def render(data):
-    """OrderedDict -> bytes: indent 2, keys in their order, non-ASCII kept, trailing newline."""
-    return (json.dumps(data, indent=2, separators=(',', ': '), ensure_ascii=False) + '\n') \
+DEFAULT_INDENT = 2
+_INDENTED_LINE = re.compile(r'\n([ \t]+)\S')
+
+
+class DaemonJson(OrderedDict):
+    """The top-level object of a daemon.json that was read: an OrderedDict that also remembers
+    the file's indentation (``indent``), so that render() writes it back the same way."""
+
+    def __init__(self, *args, **kwargs):
+        indent = kwargs.pop('indent', DEFAULT_INDENT)
+        super(DaemonJson, self).__init__(*args, **kwargs)
+        self.indent = indent
+
+
+def detect_indent(text):
+    """The indentation daemon.json ``text`` uses: a number of spaces, or ``'\\t'``.
+
+    Taken from the first indented line after the first one (a JSON string cannot span lines, so
+    that is the first member of the top-level object or array). A new, empty or one-line file,
+    or one without indentation, gives DEFAULT_INDENT (2).
+    """
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    if not text:
+        return DEFAULT_INDENT
+    match = _INDENTED_LINE.search(text)
+    if match is None:
+        return DEFAULT_INDENT
+    leading = match.group(1)
+    if leading.startswith('\t'):
+        return '\t'
+    spaces = len(leading) - len(leading.lstrip(' '))
+    return spaces or DEFAULT_INDENT
+
+
+def render(data, indent=None):
+    """OrderedDict -> bytes: keys in their order, non-ASCII kept, trailing newline.
+
+    indent: spaces (int) or a string such as ``'\\t'``; None takes the indentation of the file
+    ``data`` was parsed from (see DaemonJson), else DEFAULT_INDENT (2).
+    """
+    if indent is None:
+        indent = getattr(data, 'indent', None)
+    if indent is None:
+        indent = DEFAULT_INDENT
+    return (json.dumps(data, indent=indent, separators=(',', ': '), ensure_ascii=False) + '\n') \
         .encode('utf-8')
 
 
@@ -218,7 +264,7 @@ def merge(data, ulimits=None, shm_size=None, purge=False):
     entries not in ``ulimits`` (and the whole key when that leaves it empty). shm_size: bytes.
     An existing value that already means the same (``1024M`` for ``1G``) is kept as written.
     """
-    result = OrderedDict(data)
+    result = DaemonJson(data, indent=getattr(data, 'indent', DEFAULT_INDENT))
     if ulimits is not None:
         old = data.get(ULIMITS_KEY)
         section = OrderedDict(old) if isinstance(old, dict) else OrderedDict()

@@ -112,5 +112,6 @@ def check_request(request, ceiling, force, field='limits', setter='systemd',
             if force:
                 warnings.append(message + ' (written because force=true)')
             else:
-                errors.append(message + ' (set force=true to write it anyway)')
+                errors.append(message + ' (set force=true to write it anyway; limits role: '
+                              'limits_force: true)')
     return errors, warnings

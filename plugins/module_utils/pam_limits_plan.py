@@ -93,7 +93,8 @@ def parse_entries(raw_entries, state):
             if not spec:
                 raise PlanError('%s: needs value, or soft and hard' % where)
             if 'value' not in spec and ('soft' not in spec or 'hard' not in spec):
-                raise PlanError('%s: give both soft and hard (or value for both)' % where)
+                raise PlanError('%s (%s %s): give both soft and hard (or value for both)'
+                                % (where, domain, item.name))
             try:
                 limit = model.parse_limit(item, spec, where)
                 for side in ('soft', 'hard'):
@@ -137,7 +138,8 @@ def check_ceilings(entries, ceiling, force=False):
             if force:
                 warnings.append(message + ' (written anyway: force=true)')
             else:
-                errors.append(message + '; lower it, or set force=true')
+                errors.append(message + '; lower it, or set force=true (limits role: '
+                              'limits_force: true)')
     return errors, warnings
 
 
@@ -201,7 +203,15 @@ def plan_file(current_text, entries, state, exclusive=False):
     return ''.join(out)
 
 
-def find_conflicts(entries, files, target):
+def entry_value(entry, sides):
+    """The requested value of ``sides`` of an entry, as limits.conf shows it."""
+    values = []
+    for side in sides:
+        values.append(model.to_limits_conf(entry.item, getattr(entry.limit, side), side))
+    return ':'.join(sorted(set(values), key=values.index))
+
+
+def find_conflicts(entries, files, target, replaced=None):
     """Lines in other files, later in pam order, with the same domain and item, that set a side
     to another value: the requested entry would never apply. Also returns overrides: narrower
     lines (user, uid range, @group) that win over a requested wildcard (or group) entry."""
@@ -220,9 +230,19 @@ def find_conflicts(entries, files, target):
                 if line.kind != 'entry' or line.item != entry.item.name:
                     continue
                 if line.domain == entry.domain:
-                    if position < target_index:
-                        continue
                     value = line.kernel_value()
+                    if position < target_index:
+                        sides = [s for s in line.sides() if value != getattr(entry.limit, s)]
+                        if sides and replaced is not None:
+                            record = line.as_dict()
+                            record.update({
+                                'entry': entry.as_dict(), 'sides': sides, 'kind': 'replaced',
+                                'reason': '%s (%s %s %s %s) is read earlier: %s now gets %s %s %s'
+                                          % (line.where, line.domain, line.type, line.item,
+                                             line.value, entry.domain, '/'.join(sides),
+                                             entry.item.name, entry_value(entry, sides))})
+                            replaced.append(record)
+                        continue
                     sides = [s for s in line.sides() if value != getattr(entry.limit, s)]
                     if sides:
                         record = line.as_dict()
@@ -235,10 +255,13 @@ def find_conflicts(entries, files, target):
                 if klass is not None and klass < wanted_class and wanted_class in (
                         conf.CLASS_DEFAULT, conf.CLASS_GROUP):
                     record = line.as_dict()
-                    record.update({'entry': entry.as_dict(),
-                                   'reason': '%s (%s) overrides %s for the users it matches'
+                    record.update({'entry': entry.as_dict(), 'kind': 'narrower',
+                                   'reason': '%s (%s) overrides %s for the users it matches: '
+                                             '%s gets %s %s %s instead of %s'
                                              % (line.where, conf.CLASS_NAMES[klass],
-                                                entry.domain)})
+                                                entry.domain, line.domain, line.type,
+                                                line.item, line.value,
+                                                entry_value(entry, line.sides()))})
                     overrides.append(record)
     return conflicts, overrides
 
@@ -320,7 +343,9 @@ def plan_change(params, ceiling=None):
     warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in result['invalid'])
 
     if params['state'] == 'present':
-        conflicts, overrides = find_conflicts(entries, files, path)
+        replaced = []
+        conflicts, overrides = find_conflicts(entries, files, path, replaced)
+        result['replaced'] = replaced
         result['conflicts'] = conflicts
         result['overrides'] = overrides
         if conflicts:
@@ -328,7 +353,8 @@ def plan_change(params, ceiling=None):
                 c['reason'] for c in conflicts)
             if params['on_conflict'] == 'fail':
                 raise changes.Failure(message + ' (nothing written; fix those files or set '
-                                                'on_conflict=warn)', result)
+                                                'on_conflict=warn; limits role: '
+                                                'limits_on_conflict: warn)', result)
             warnings.append(message)
 
     current_text = None if current is None else conf.decode_bytes(current)

@@ -129,6 +129,12 @@ def plan_profile(params, host):
         model.parse_profile(profile, 'profile')
     except model.LimitError as exc:
         raise changes.Failure(str(exc))
+    for name, value in profile.items():
+        # one message naming the item, not one per context and domain
+        if isinstance(value, dict) and value.get('value') is None and \
+                (value.get('soft') is None) != (value.get('hard') is None):
+            raise changes.Failure('profile.%s: give both soft and hard (or one value for both)'
+                                  % name)
     contexts = params['contexts'] or detect_contexts()
     ceiling = host_limits.Ceiling()
     common = dict(on_conflict=params['on_conflict'], force=params['force'])
@@ -205,11 +211,93 @@ def file_record(context, change):
     return record
 
 
-def actions(planned, host):
-    """What must be reloaded or restarted, from the plans and the live system."""
+# Units whose restart stops or disturbs the workloads they run: their restarts go through the
+# restart policy (``when_idle`` by default), as do the user managers (user@UID.service).
+WORKLOAD_UNITS = ('docker.service', 'containerd.service', 'crio.service', 'slurmd.service')
+RESTART_POLICIES = ('when_idle', 'always', 'never')
+
+
+CGROUP_ROOTS = ('/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd')
+
+
+def cgroup_dir(pid):
+    """The directory of a process's systemd cgroup (unified v2, or the hybrid layout's
+    ``unified`` or ``name=systemd`` hierarchy), or None."""
+    paths = []
+    try:
+        with open('/proc/%s/cgroup' % pid) as handle:
+            for line in handle:
+                fields = line.rstrip('\n').split(':', 2)
+                if len(fields) == 3 and (fields[0] == '0' or fields[1] == 'name=systemd'):
+                    paths.append(fields[2])
+    except (IOError, OSError):
+        return None
+    for path in paths:
+        for root in CGROUP_ROOTS:
+            candidate = root + path
+            if os.path.isfile(os.path.join(candidate, 'cgroup.procs')):
+                return candidate
+    return None
+
+
+def cgroup_pids(path):
+    """Every process in the cgroup tree at ``path``."""
+    found = []
+    for directory, _dirs, files in os.walk(path):
+        if 'cgroup.procs' not in files:
+            continue
+        try:
+            with open(os.path.join(directory, 'cgroup.procs')) as handle:
+                found.extend(int(p) for p in handle.read().split())
+        except (IOError, OSError, ValueError):
+            continue
+    return found
+
+
+def unit_main_pid(host, unit):
+    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', unit],
+                                     environ_update=runtime_plan.C_ENV)
+    pid = out.strip() if rc == 0 else ''
+    return int(pid) if pid.isdigit() and pid != '0' else None
+
+
+def unit_busy(host, unit):
+    """Why restarting ``unit`` now would disturb a workload, or '' when it is idle."""
+    pid = unit_main_pid(host, unit)
+    if pid is None:
+        return ''
+    directory = cgroup_dir(pid)
+    if directory is None:
+        return ''
+    if unit.startswith('user@'):
+        # the manager itself runs in init.scope; the user's services in app.slice
+        base = os.path.dirname(directory) if directory.endswith('/init.scope') else directory
+        running = cgroup_pids(os.path.join(base, 'app.slice'))
+        return ('%d process(es) of running user services would be stopped' % len(running)
+                if running else '')
+    others = [p for p in cgroup_pids(directory) if p != pid]
+    return ('%d process(es) besides the main one run in its cgroup (workloads)' % len(others)
+            if others else '')
+
+
+def docker_busy(running):
+    if running.get('count') and not running.get('live_restore'):
+        return '%d running container(s) would be stopped (live-restore is off)' % running['count']
+    if running.get('count') is None:
+        return 'the running containers could not be counted'
+    return ''
+
+
+def actions(planned, host, policy='when_idle'):
+    """What must be reloaded or restarted, from the plans and the live system.
+
+    ``deferred`` lists the restarts ``policy`` does not allow now (a workload unit or a user
+    manager that is busy under ``when_idle``; every one of them under ``never``): the caller
+    restarts the others and reports these as pending."""
     result = dict(reexec=False, user_managers=[], daemon_reload=False, units=[], docker=False,
-                  docker_pending=False)
+                  docker_pending=False, deferred=[], policy=policy)
     session_changed = False
+    docker_change = None
     for context, change in planned:
         res = change.result
         if context in ('pam', 'systemd_system', 'systemd_user') and change.changed:
@@ -224,15 +312,39 @@ def actions(planned, host):
             result['units'].extend(u for u in res.get('restart_required') or []
                                    if u not in result['units'])
         elif context == 'docker':
+            docker_change = change
             result['docker_pending'] = not change.changed and docker_pending(host, change.path)
             result['docker'] = change.changed or result['docker_pending']
-            if result['docker']:
-                runtime_plan.probe_containers(change, host)
+    if 'docker.service' in result['units']:
+        # dockerd restarts once, through the docker restart and its policy
+        result['units'].remove('docker.service')
+        result['docker'] = True
     if session_changed:
         # user@UID.service runs a PAM session under the system manager's defaults: a change to
         # either (or to user.conf) reaches user services only through a restart
         result['user_managers'] = sorted(set(result['user_managers'])
                                          | set(running_user_managers(host)))
+    if result['docker']:
+        if docker_change is not None:
+            runtime_plan.probe_containers(docker_change, host, policy)
+            running = docker_change.result['running_containers']
+        else:
+            running = runtime_plan.running_containers(host, {})
+        result['running_containers'] = running
+        owed = [('docker.service', docker_busy(running) if policy == 'when_idle' else '')]
+    else:
+        owed = []
+    owed += [(u, '') for u in result['units'] if u in WORKLOAD_UNITS]
+    owed += [(u, '') for u in result['user_managers']]
+    for unit, why in owed:
+        if policy == 'always':
+            continue
+        if policy == 'never':
+            result['deferred'].append(dict(unit=unit, reason='restart policy never'))
+            continue
+        why = why or (unit_busy(host, unit) if unit != 'docker.service' else '')
+        if why:
+            result['deferred'].append(dict(unit=unit, reason=why))
     return result
 
 

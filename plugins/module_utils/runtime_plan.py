@@ -130,15 +130,24 @@ def plan_docker(params, host, ceiling=None):
     return change
 
 
-def probe_containers(change, host):
-    """Add running_containers to a docker Change's result (and the warning a restart needs)."""
+def probe_containers(change, host, policy='always'):
+    """Add running_containers to a docker Change's result (and the warning a restart needs).
+
+    ``policy``: the restart policy the caller follows (``when_idle`` and ``never`` defer the
+    restart instead of stopping containers, and the warning says so)."""
     result = change.result
     result['running_containers'] = running_containers(host, change.config)
-    if change.changed and result['running_containers']['count'] and \
-            not result['running_containers']['live_restore']:
+    count = result['running_containers']['count']
+    if not change.changed or not count or result['running_containers']['live_restore']:
+        return
+    if policy == 'always':
         change.warnings.append(
             'restarting dockerd to apply %s stops the %d running container(s); live-restore is '
-            'off' % (os.path.basename(change.path), result['running_containers']['count']))
+            'off' % (os.path.basename(change.path), count))
+    else:
+        change.warnings.append(
+            'dockerd is not restarted while %d container(s) run (restart policy %s): new '
+            'containers get the old limits until it restarts' % (count, policy))
 
 
 def plan_podman(params, host, ceiling=None):

@@ -188,7 +188,8 @@ def plan_change(params, run, ceiling=None):
                        + '; '.join(c['reason'] for c in result['conflicts']))
             if params['on_conflict'] == 'fail':
                 raise changes.Failure(message + ' (nothing written; fix those files or set '
-                                                'on_conflict=warn)', result)
+                                                'on_conflict=warn; limits role: '
+                                                'limits_on_conflict: warn)', result)
             warnings.append(message)
 
     changed = new_text != current_text

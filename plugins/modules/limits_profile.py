@@ -85,6 +85,18 @@ options:
         without CAP_SYS_RESOURCE) with a warning instead of refusing them.
     type: bool
     default: false
+  restart_policy:
+    description:
+      - How the restarts that units running workloads need are reported in RV(actions)
+        (C(docker.service), C(containerd.service), C(crio.service), C(slurmd.service) and the
+        user managers C(user@UID.service)). C(when_idle) defers a restart that would stop a
+        running container (dockerd without live-restore), running user services (a user
+        manager) or other processes in the unit's cgroup; C(never) defers all of them;
+        C(always) defers none. The module restarts nothing itself; C(deferred) in RV(actions) says
+        what a caller should leave running and report as pending.
+    type: str
+    choices: [when_idle, always, never]
+    default: when_idle
   backup:
     description:
       - Keep a timestamped copy of each file that changes; RV(files) names it (the limits
@@ -189,14 +201,18 @@ actions:
     - C(reexec) re-execute the system manager; C(user_managers) restart these
       C(user@UID.service) units; C(daemon_reload) and C(units) reload unit files and restart
       these units; C(docker) restart dockerd (C(docker_pending) when the file was already
-      right but the running dockerd started before it was written).
+      right but the running dockerd started before it was written; a C(docker.service) in
+      O(units) is restarted through C(docker) too, never through C(units)).
+    - C(deferred) lists the restarts among those that O(restart_policy) does not allow now,
+      each with C(unit) and C(reason); C(policy) is O(restart_policy).
   returned: success
   type: dict
   sample: {reexec: true, user_managers: [user@1001.service], daemon_reload: false, units: [],
-           docker: true, docker_pending: false}
+           docker: true, docker_pending: false, policy: when_idle,
+           deferred: [{unit: docker.service, reason: "1 running container(s) would be stopped"}]}
 running_containers:
   description: Docker's running containers and live-restore (C(count) null when unknown).
-  returned: when the docker context is managed
+  returned: when the docker context is managed or dockerd owes a restart
   type: dict
   sample: {count: 0, live_restore: false}
 baseline:
@@ -214,6 +230,7 @@ context:
   sample: docker
 '''
 
+import pwd
 import shlex
 
 from ansible.module_utils.basic import AnsibleModule
@@ -250,6 +267,8 @@ def main():
             docker_shm_size=dict(type='str'),
             on_conflict=dict(type='str', choices=['fail', 'warn'], default='fail'),
             force=dict(type='bool', default=False),
+            restart_policy=dict(type='str', choices=list(pp.RESTART_POLICIES),
+                                default='when_idle'),
             backup=dict(type='bool', default=False),
             baseline_user=dict(type='str'),
             pam_path=dict(type='path', default=pp.DEFAULTS['pam_path']),
@@ -261,6 +280,15 @@ def main():
     )
     params = module.params
     result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={})
+    if params['baseline_user']:
+        # the limits role verifies as this user after the change: refuse a misspelt name now,
+        # before any file is written or anything restarted
+        try:
+            pwd.getpwnam(params['baseline_user'])
+        except KeyError:
+            module.fail_json(msg='baseline_user: %s does not exist on this host (the limits '
+                             'role passes limits_verify_user); nothing was written'
+                             % params['baseline_user'], **result)
     try:
         contexts, planned = pp.plan_profile(params, module)
     except changes.Failure as exc:
@@ -282,7 +310,15 @@ def main():
         except changes.Failure as exc:
             module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['files'] = [pp.file_record(context, change) for context, change in planned]
-    result['actions'] = pp.actions(planned, module)
+    result['actions'] = pp.actions(planned, module, params['restart_policy'])
+    pam_result = pam.result if pam is not None else {}
+    seen = set()
+    for record in (pam_result.get('overrides') or []) + (pam_result.get('replaced') or []):
+        # shown on every run, changed or not: a user below the profile because of a line we
+        # know about is never reported as a silent ok
+        if record['reason'] not in seen:
+            seen.add(record['reason'])
+            module.warn('pam: %s' % record['reason'])
     for context, change in planned:
         for message in change.warnings:
             module.warn('%s: %s' % (context, message))
@@ -290,6 +326,8 @@ def main():
         result['per_context'][context] = change.result
         if context == 'docker':
             result['running_containers'] = change.result.get('running_containers')
+    if 'running_containers' in result['actions']:
+        result['running_containers'] = result['actions'].pop('running_containers')
     module.exit_json(**result)
 
 

@@ -1,4 +1,5 @@
 """daemon.json parsing, merging, rendering and docker.service flag detection."""
+import difflib
 import json
 import os
 from collections import OrderedDict
@@ -206,6 +207,103 @@ def test_merge_creates_from_empty():
     assert json.loads(dj.render(new).decode()) == {
         'default-ulimits': {'nofile': {'Name': 'nofile', 'Soft': 1024, 'Hard': 2048}},
         'default-shm-size': '64M'}
+
+
+# --- indentation kept ----------------------------------------------------------------------
+
+# What the NVIDIA container toolkit (nvidia-ctk runtime configure) writes: 4-space indent.
+NVIDIA_4 = json.dumps(OrderedDict([('runtimes', OrderedDict([('nvidia', OrderedDict([
+    ('args', []), ('path', 'nvidia-container-runtime')]))]))]), indent=4) + '\n'
+
+
+def _changed_lines(before, after):
+    """(removed, added) lines of a unified diff between two texts."""
+    diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm='', n=0))
+    removed = [line[1:] for line in diff if line.startswith('-') and not line.startswith('---')]
+    added = [line[1:] for line in diff if line.startswith('+') and not line.startswith('+++')]
+    return removed, added
+
+
+def test_four_space_nvidia_file_keeps_its_indentation():
+    assert NVIDIA_4.startswith('{\n    "runtimes": {\n        "nvidia": {\n')
+    data = dj.parse(NVIDIA_4)
+    assert dj.detect_indent(NVIDIA_4) == 4
+    new = dj.merge(data, {'nofile': Limit(1048576, 1048576)})
+    out = dj.render(new).decode('utf-8')
+    assert out.endswith('}\n') and not out.endswith('\n\n')
+    assert out == json.dumps(new, indent=4, separators=(',', ': ')) + '\n'
+    removed, added = _changed_lines(NVIDIA_4, out)
+    # A pure insertion: the old lines are all kept byte for byte ("runtimes"'s closing brace
+    # gains its comma in a new line that difflib pairs with the new section's last line).
+    assert removed == []
+    assert added == [
+        '    },',
+        '    "default-ulimits": {',
+        '        "nofile": {',
+        '            "Name": "nofile",',
+        '            "Soft": 1048576,',
+        '            "Hard": 1048576',
+        '        }',
+    ]
+    for line in NVIDIA_4.splitlines():
+        assert line in out.splitlines()
+    # rendering the result again (parse of the new text) is stable
+    assert dj.render(dj.parse(out)).decode('utf-8') == out
+
+
+def test_four_space_file_unchanged_renders_byte_for_byte():
+    assert dj.render(dj.merge(dj.parse(NVIDIA_4), None, None)).decode('utf-8') == NVIDIA_4
+    assert dj.render(dj.parse(NVIDIA_4.encode('utf-8'))) == NVIDIA_4.encode('utf-8')
+
+
+def test_tab_indented_file_keeps_tabs():
+    text = '{\n\t"storage-driver": "overlay2",\n\t"log-opts": {\n\t\t"max-size": "10m"\n\t}\n}\n'
+    assert dj.detect_indent(text) == '\t'
+    new = dj.merge(dj.parse(text), {'nofile': Limit(1024, 2048)}, 8 * 1024 ** 3)
+    out = dj.render(new).decode('utf-8')
+    assert out.startswith(text[:-3])           # everything up to the last "}" is kept
+    assert '\n\t"default-ulimits": {\n\t\t"nofile": {\n\t\t\t"Name": "nofile",\n' in out
+    assert '\n\t"default-shm-size": "8G"\n}\n' in out
+    assert '  ' not in out
+    removed, added = _changed_lines(text, out)
+    assert removed == ['\t}']
+    assert all(line.startswith('\t') for line in added)
+
+
+def test_new_file_uses_two_spaces():
+    empty = dj.read('/nonexistent/daemon.json', root='/nonexistent-root')[1]
+    for data in (OrderedDict(), empty, dj.parse(''), dj.parse('  \n')):
+        out = dj.render(dj.merge(data, {'nofile': Limit(1, 2)})).decode('utf-8')
+        assert out.startswith('{\n  "default-ulimits": {\n    "nofile": {\n      "Name"')
+        assert out.endswith('}\n') and not out.endswith('\n\n')
+
+
+@pytest.mark.parametrize('text, indent', [
+    ('', 2),
+    ('{}', 2),
+    ('{"a": {"b": 1}}\n', 2),                  # one line
+    ('  {"a": 1}\n', 2),                       # one line, indented
+    ('{\n"a": 1\n}\n', 2),                     # several lines, no indentation
+    ('{\n  "a": 1\n}\n', 2),
+    ('{\n    "a": 1\n}\n', 4),
+    ('{\n   "a": 1\n}\n', 3),
+    ('{\r\n    "a": 1\r\n}\r\n', 4),
+    ('\ufeff{\n    "a": 1\n}\n', 4),
+    ('{\n\t"a": 1\n}\n', '\t'),
+    (b'{\n    "a": 1\n}\n', 4),
+])
+def test_detect_indent(text, indent):
+    assert dj.detect_indent(text) == indent
+
+
+def test_one_line_file_is_rewritten_with_two_spaces():
+    out = dj.render(dj.merge(dj.parse('{"a": 1}'), {'nofile': Limit(1, 2)}))
+    assert out.startswith(b'{\n  "a": 1,\n  "default-ulimits": {\n')
+
+
+def test_render_explicit_indent_wins():
+    data = dj.parse(NVIDIA_4)
+    assert dj.render(data, indent=2).startswith(b'{\n  "runtimes": {\n')
 
 
 @pytest.mark.parametrize('value, text', [(8 * 1024 ** 3, '8G'), (512 * 1024 ** 2, '512M'),

@@ -246,6 +246,24 @@ def test_conflicts_and_overrides():
                                                                  ('/limits.conf', 2)]
 
 
+def test_overrides_say_what_the_user_gets_and_replaced_lines_are_named():
+    """issue 17.4: overrides and replaced site lines are shown with file:line and the value."""
+    target = '/d/90-gpufleet-tuning.conf'
+    files = [conf.parse('root soft nproc unlimited\n', '/d/20-nproc.conf'),
+             conf.parse('trainer hard nofile 8192\n', '/d/80-site.conf'),
+             conf.parse('', target)]
+    replaced = []
+    _conflicts, overrides = plan.find_conflicts(
+        entries({'domain': 'root', 'item': 'nproc', 'value': 8192},
+                {'domain': '*', 'item': 'nofile', 'value': 65536}), files, target, replaced)
+    assert [o['reason'] for o in overrides] == [
+        '/d/80-site.conf:1 (user) overrides * for the users it matches: trainer gets hard '
+        'nofile 8192 instead of 65536']
+    assert [r['reason'] for r in replaced] == [
+        '/d/20-nproc.conf:1 (root soft nproc unlimited) is read earlier: root now gets soft '
+        'nproc 8192']
+
+
 def test_wildcard_without_root_warns():
     assert plan.wildcard_root_warnings(entries({'domain': '*', 'item': 'nofile', 'value': 1}))
     assert not plan.wildcard_root_warnings(entries(

@@ -111,3 +111,15 @@ def test_a_write_removes_only_stale_temporaries_of_its_own_file(tmp_path):
     safe_file.write_atomic(str(target), b'new\n')
     assert target.read_bytes() == b'new\n'
     assert not stale.exists() and fresh.exists() and other.exists()
+
+
+def test_a_one_sided_item_is_refused_naming_it():
+    """issue 17.10: `nofile: {soft: 16384}` said `pam: limits[0]: give both soft and hard`."""
+    params = dict(profile={'nofile': {'soft': 16384}}, contexts=['pam'], domains=['*'],
+                  units=[], on_conflict='fail', force=False, docker_shm_size=None,
+                  pam_path='/nonexistent/90.conf', dropin='90.conf',
+                  docker_daemon_json='/nonexistent/daemon.json',
+                  podman_dropin='/nonexistent/podman.conf')
+    with pytest.raises(changes.Failure) as info:
+        pp.plan_profile(params, None)
+    assert info.value.msg == 'profile.nofile: give both soft and hard (or one value for both)'

@@ -182,6 +182,11 @@ CASES = [
      {'limits_profile': dict(BASELINE, nofile='unlimited'), 'limits_contexts': ['docker'],
       'limits_units': []},
      None, ['docker: ulimits.nofile: unlimited is not possible for nofile']),
+    # a misspelt verification user used to fail only after every file was written and dockerd
+    # and the user managers restarted (issue 17.3)
+    ('role-misspelt-verify-user', ROLE,
+     {'limits_profile': dict(BASELINE, nofile=12288), 'limits_verify_user': 'trainr'},
+     None, ['baseline_user: trainr does not exist on this host', 'nothing was written']),
     ('role-unknown-unit', ROLE,
      {'limits_profile': BASELINE, 'limits_units': [UNIT, 'gpufleet-no-such-unit.service']},
      None, ['gpufleet-no-such-unit.service']),

@@ -3,7 +3,8 @@ daemon.json, reports the restart as pending and leaves dockerd and the container
 the node is idle the next run restarts dockerd and new containers get the profile."""
 import re
 
-from conftest import BASELINE, container_limits, node, output, run_role, service_identity
+from conftest import (BASELINE, USER, container_limits, node, output, run_role,
+                      service_identity)
 
 LOWER = dict(BASELINE, nofile=12288)
 BUSY = 'gpufleet-rel-busy'
@@ -17,6 +18,7 @@ def started_at(host, name):
 
 
 def test_dockerd_waits_for_the_idle_node(host):
+    node(host, 'systemctl reset-failed docker.service; systemctl start docker')
     node(host, 'docker rm -f %s >/dev/null 2>&1 || true' % BUSY)
     node(host, 'docker run -d --name %s --network=none tiny:latest sleep 1000' % BUSY)
     try:
@@ -45,3 +47,59 @@ def test_dockerd_waits_for_the_idle_node(host):
     rc, out = run_role(host, limits_profile=BASELINE, **DOCKER_ONLY)
     assert rc == 0, out[-3000:]
     assert container_limits(host)['nofile'].hard == BASELINE['nofile']
+
+
+DOCKER_UNIT_DROPIN = '/etc/systemd/system/docker.service.d/90-gpufleet-tuning.conf'
+
+
+def test_docker_service_in_limits_units_waits_too(host):
+    """docker.service in limits_units went through the plain unit restart and killed a running
+    container (issue 17.1): it goes through the restart policy like daemon.json."""
+    node(host, 'docker rm -f %s >/dev/null 2>&1 || true' % BUSY)
+    node(host, 'docker run -d --name %s --network=none tiny:latest sleep 1000' % BUSY)
+    try:
+        dockerd, busy = service_identity(host, 'docker.service'), started_at(host, BUSY)
+        rc, out = run_role(host, limits_profile=LOWER, limits_contexts=['docker'],
+                           limits_units=['docker.service'], limits_docker_restart='when_idle')
+        assert rc == 0, out[-3000:]
+        assert 'LimitNOFILE=12288' in output(host, 'cat %s' % DOCKER_UNIT_DROPIN)
+        assert service_identity(host, 'docker.service') == dockerd
+        assert started_at(host, BUSY) == busy
+        assert re.search(r'Pending: docker\b', out), out[-3000:]
+        assert 'docker.service: 1 running container(s) would be stopped' in out, out[-3000:]
+    finally:
+        node(host, 'docker rm -f %s' % BUSY)
+        # docker.service allows 3 starts a minute: the tests before restarted it already
+        node(host, 'rm -f %s && systemctl daemon-reload && systemctl reset-failed docker.service'
+             ' && systemctl restart docker' % DOCKER_UNIT_DROPIN)
+    rc, out = run_role(host, limits_profile=BASELINE, **DOCKER_ONLY)
+    assert rc == 0, out[-3000:]
+
+
+def test_busy_user_manager_is_not_restarted(host):
+    """A PAM change restarted every user manager, stopping the user's running services (issue
+    17.2): under when_idle a manager with a running user service is left alone and reported."""
+    uid = output(host, 'id -u %s' % USER).strip()
+    manager = 'user@%s.service' % uid
+    rc, out = run_role(host, limits_profile=BASELINE, limits_contexts=['pam'], limits_units=[])
+    assert rc == 0, out[-3000:]
+    node(host, 'systemctl start %s' % manager)
+    as_user = 'runuser -u %s -- env XDG_RUNTIME_DIR=/run/user/%s ' % (USER, uid)
+    node(host, as_user + 'systemd-run --user --quiet --unit=gpufleet-rel-job sleep 1000')
+    try:
+        before = service_identity(host, manager)
+        rc, out = run_role(host, limits_profile=LOWER, limits_contexts=['pam'], limits_units=[],
+                           limits_docker_restart='when_idle')
+        assert rc == 0, out[-3000:]
+        assert service_identity(host, manager) == before, out[-3000:]
+        job = output(host, as_user + 'systemctl --user is-active gpufleet-rel-job.service || true')
+        assert job.strip() == 'active', job
+        assert re.search(r'Pending: user_manager\b', out), out[-3000:]
+        assert '%s: 1 process(es) of running user services would be stopped' % manager in out
+    finally:
+        node(host, as_user + 'systemctl --user stop gpufleet-rel-job.service', check=False)
+    # idle now: the owed restart happens
+    rc, out = run_role(host, limits_profile=BASELINE, limits_contexts=['pam'], limits_units=[],
+                       limits_docker_restart='when_idle')
+    assert rc == 0, out[-3000:]
+    assert service_identity(host, manager) != before
