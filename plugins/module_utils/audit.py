@@ -11,6 +11,7 @@ import pwd
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
@@ -52,25 +53,77 @@ class AuditError(changes.Failure):
     """An audit that cannot be made: ``msg`` and the result so far."""
 
 
-def source_of(context, configured):
-    """The file:line a configured value comes from, or ''."""
+def _where(configured):
+    if not configured.get('source'):
+        return ''
+    line = configured.get('line')
+    return configured['source'] + (':%s' % line if line is not None else '')
+
+
+def _pair(entry):
+    return '%s:%s' % (entry.get('soft'), entry.get('hard'))
+
+
+def unappliable(configured, ceiling):
+    """The login lines pam_limits cannot apply on this host: ``file:line`` with the reason,
+    for each configured item whose hard value is above what a login service can set."""
+    found = []
+    for name, entry in sorted(configured.items()):
+        hard = entry.get('hard')
+        if hard is None or name not in model.ITEMS:
+            continue
+        top, reason = ceiling.hard_ceiling(name)
+        if top is not None and model.exceeds(hard, top):
+            found.append('%s (hard %s %s: %s)' % (
+                entry.get('hard_source') or 'a limits line', name,
+                model.format_human(model.ITEMS[name], hard), reason))
+    return found
+
+
+def source_of(context, configured, actual=None, blocked=None):
+    """Where the actual value comes from, or ''.
+
+    A file is named only when the value it sets is the value the probe saw (``actual``,
+    ``{soft, hard}``); otherwise the text says what is known: pam_limits that could not apply
+    a line (``blocked``: the lines from :func:`unappliable`; the session kept its defaults), or
+    a systemd setting not applied yet."""
+    if not configured:
+        return ''
+    matches = actual is None or (configured.get('soft') == actual.get('soft')
+                                 and configured.get('hard') == actual.get('hard'))
     if context == 'login':
-        return configured.get('soft_source') or configured.get('hard_source') or ''
-    if configured.get('source'):
-        line = configured.get('line')
-        return configured['source'] + (':%s' % line if line is not None else '')
-    return ''
+        soft, hard = configured.get('soft_source') or '', configured.get('hard_source') or ''
+        if not matches:
+            cause = ('pam_limits could not apply %s' % '; '.join(blocked) if blocked else
+                     'pam_limits could not apply a line (the journal says "Could not set limit")')
+            return ('not the limits files: they give %s (%s) but the session got %s; %s, so the '
+                    'session kept its defaults' % (
+                        _pair(configured), soft if soft == hard else '; '.join(
+                            x for x in (soft, hard) if x), _pair(actual), cause))
+        if soft.endswith(' (clamped to hard)'):
+            return 'hard: %s (soft %s clamped to it)' % (hard, soft[:-len(' (clamped to hard)')])
+        if soft and hard and soft != hard:
+            return 'soft: %s; hard: %s' % (soft, hard)
+        return soft or hard
+    where = _where(configured)
+    if where and not matches:
+        return ('%s sets %s, not applied yet (the running process has %s: a restart or '
+                'daemon-reexec applies it)' % (where, _pair(configured), _pair(actual)))
+    return where
 
 
-def rows(observed, expected, gaps, configured_by_context, items):
-    """One row per probed context and profile item: actual, expected, gap sides, source."""
+def rows(observed, expected, gaps, configured_by_context, items, blocked=None):
+    """One row per probed context and profile item: actual, expected, gap sides, source.
+    ``blocked``: the login lines pam_limits cannot apply (:func:`unappliable`)."""
     found = []
     for context, entry in observed.items():
         configured = configured_by_context.get(context, {})
         for item in items:
             limit = (entry.get('limits') or {}).get(item)
             gap = [g for g in gaps if g['context'] == context and g['item'] == item]
-            source = source_of(context, configured.get(item) or {})
+            source = source_of(context, configured.get(item) or {},
+                               dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
+                               blocked if context == 'login' else None)
             found.append(dict(
                 context=context, item=item,
                 actual=limit['human'] if limit else '(none)',
@@ -146,5 +199,6 @@ def audit(host, params):
         contexts=probed['contexts'], errors=probed['errors'], gaps=probed['gaps'],
         table=probed['table'], ceilings=probed['ceilings'], expected=probed['expected'],
         pam_invalid=pam['invalid'], systemd_pending=system['pending'],
-        rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items))
+        rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
+                  unappliable(configured['login'], host_limits.Ceiling())))
     return result, warnings

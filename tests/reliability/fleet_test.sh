@@ -10,7 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-export LAB_PREFIX=gpufleet-rel LAB_NODES=4 LAB_DIR="$root/build/rel-lab"
+export LAB_PREFIX=${LAB_PREFIX:-gpufleet-rel} LAB_NODES=4 LAB_DIR="$root/build/rel-lab"
 export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$root/build/collections}
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 out="$LAB_DIR/out"

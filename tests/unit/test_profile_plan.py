@@ -123,3 +123,47 @@ def test_a_one_sided_item_is_refused_naming_it():
     with pytest.raises(changes.Failure) as info:
         pp.plan_profile(params, None)
     assert info.value.msg == 'profile.nofile: give both soft and hard (or one value for both)'
+
+
+def test_audit_names_a_source_only_when_its_value_is_the_actual_one():
+    """issue 17.5: a clamped soft names the hard line that clamps it; a login that kept its
+    defaults (pam_limits could not apply a line) names no file; a drop-in not applied yet is
+    not the source of the live value."""
+    clamped = {'soft': 8192, 'hard': 8192, 'soft_source': '/d/90-gpufleet-tuning.conf:3 '
+               '(clamped to hard)', 'hard_source': '/d/80-site.conf:3'}
+    assert audit.source_of('login', clamped, {'soft': 8192, 'hard': 8192}) == (
+        'hard: /d/80-site.conf:3 (soft /d/90-gpufleet-tuning.conf:3 clamped to it)')
+    fell_back = {'soft': 65536, 'hard': 65536, 'soft_source': '/d/90-gpufleet-tuning.conf:1',
+                 'hard_source': '/d/90-gpufleet-tuning.conf:1'}
+    text = audit.source_of('login', fell_back, {'soft': 1024, 'hard': 20000})
+    assert text.startswith('not the limits files: they give 65536:65536 '
+                           '(/d/90-gpufleet-tuning.conf:1) but the session got 1024:20000')
+    assert 'Could not set limit' in text
+    pending = {'soft': 4096, 'hard': 4096, 'source': '/etc/systemd/system.conf.d/95-site.conf',
+               'line': 2}
+    text = audit.source_of('service', pending, {'soft': 16384, 'hard': 16384})
+    assert text.startswith('/etc/systemd/system.conf.d/95-site.conf:2 sets 4096:4096, not '
+                           'applied yet')
+    assert audit.source_of('service', pending, {'soft': 4096, 'hard': 4096}) == (
+        '/etc/systemd/system.conf.d/95-site.conf:2')
+
+
+def test_audit_names_the_login_line_pam_limits_cannot_apply():
+    """issue 17.5: the 1024 of a login came from pam_limits failing on an `@gpu hard nofile
+    1048576` line above the host's ceiling: the audit names that line, not the gpufleet one."""
+    class Ceiling(object):
+        def hard_ceiling(self, item):
+            return (20000, 'fs.nr_open is 20000') if item == 'nofile' else (None, None)
+
+    configured = {'nofile': {'soft': 65536, 'hard': 1048576,
+                             'soft_source': '/d/90-gpufleet-tuning.conf:1',
+                             'hard_source': '/d/95-gpu.conf:1'},
+                  'nproc': {'soft': 4096, 'hard': 4096, 'soft_source': '/d/90-gpufleet-tuning.conf:2',
+                            'hard_source': '/d/90-gpufleet-tuning.conf:2'}}
+    blocked = audit.unappliable(configured, Ceiling())
+    assert blocked == ['/d/95-gpu.conf:1 (hard nofile 1048576: fs.nr_open is 20000)']
+    text = audit.source_of('login', configured['nofile'], {'soft': 1024, 'hard': 20000}, blocked)
+    assert 'pam_limits could not apply /d/95-gpu.conf:1 (hard nofile 1048576' in text
+    assert text.endswith('so the session kept its defaults')
+    assert audit.source_of('login', configured['nproc'], {'soft': 4096, 'hard': 4096},
+                           blocked) == '/d/90-gpufleet-tuning.conf:2'
