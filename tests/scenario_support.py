@@ -55,3 +55,26 @@ def run_playbook(host, playbook):
 def checksums(host, paths):
     """{path: sha256 or None when missing} on the node."""
     return dict((p, host.file(p).sha256sum if host.file(p).exists else None) for p in paths)
+
+
+# issue 17.9's reproduction: a DataLoader sweep point runs out of /dev/shm (a 16 MiB tmpfs in a
+# mount namespace of its own, like a container's 64 MB default) after a 1-worker run that fits.
+SHM_REPRO = '''unshare -m --propagation private sh -c '
+mount -t tmpfs -o size=16m tmpfs /dev/shm || exit 9
+"$0" "$1" --data-dir "$2" --samples 16 --tensors-per-sample 10 --elements 100000 \\
+  --num-workers 1 --timeout 20 --sweep-workers 6 > "$3"
+echo "rc=$?"
+sleep 1
+echo "left=$(pgrep -f -c -- "^$0 .*$2")"
+echo "shm=$(ls /dev/shm | wc -l)"
+' %s %s %s %s'''
+
+
+def shm_repro_command(python, script, workdir, output):
+    """The shell command of the reproduction. It prints rc= (the script's exit status), left=
+    (its processes still running a second after it ended) and shm= (files left in /dev/shm)."""
+    return SHM_REPRO % (python, script, os.path.join(workdir, 'shm-repro-data'), output)
+
+
+def shm_repro_facts(output):
+    return dict(line.split('=', 1) for line in output.split() if '=' in line)

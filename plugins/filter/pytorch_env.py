@@ -265,7 +265,20 @@ def _last_line(text, width=160):
     # PyTorch's worker errors put the real cause on the last line, and its end says why
     # ("... Too many open files (24)"): keep the end.
     line = lines[-1] if lines else ''
-    return line if len(line) <= width else '...' + line[-(width - 3):]
+    if len(line) <= width:
+        return line
+    # keep whole words: cut at the first space inside the last width - 4 characters
+    tail = line[-(width - 4):]
+    space = tail.find(' ')
+    return '... ' + (tail[space + 1:] if 0 <= space < len(tail) - 1 else tail)
+
+
+def _headroom(record):
+    """soft nofile / peak descriptors of one process, as text ('' when unknown)."""
+    try:
+        return '%.1fx' % (float(record['nofile_soft']) / float(record['peak_fds']))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return 
 
 
 def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
@@ -309,8 +322,12 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
         report['contexts'][name] = record
         limit = '%s/%s' % (record.get('nofile_soft'), record.get('nofile_hard'))
         if record['ok']:
-            parts.append('%s ok %.2f samples/s peak %s fds nofile %s'
-                         % (name, float(record['samples_per_s']), record['peak_fds'], limit))
+            headroom = _headroom(record)
+            parts.append('%s ok %.2f samples/s with %s workers, peak %s fds of soft nofile %s '
+                         '(nofile %s%s)'
+                         % (name, float(record['samples_per_s']), record.get('num_workers'),
+                            record['peak_fds'], record.get('nofile_soft'), limit,
+                            ', headroom %s' % headroom if headroom else ''))
         else:
             problems.append('%s: %s (nofile %s)' % (name, _last_line(record['error']), limit))
             parts.append('%s FAILED nofile %s' % (name, limit))
@@ -321,17 +338,25 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
     return report
 
 
+def _xml(text):
+    return str(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+
+
 def dataloader_check_plot_svg(results, width=480, height=300):
     """An SVG line plot of samples/s against num_workers from the contexts' sweeps.
 
     results: the dataloader_check_results fact. Each context with a `sweep` (its own run counts
-    as one more point) is one line; failed points are left out. '' when there is nothing to plot.
+    as one more point) is one line; a failed point is a red cross on the axis, listed under the
+    plot with its error. '' when there is nothing to plot.
     """
     lines = {}
+    failed = []
     for name, record in sorted(((results or {}).get('contexts') or {}).items()):
+        failed.extend((name, int(p['num_workers']), _last_line(p.get('error'), 70))
+                      for p in (record.get('sweep') or []) if not p.get('ok'))
         points = [(int(p['num_workers']), float(p['samples_per_s']))
                   for p in (record.get('sweep') or []) if p.get('ok')]
-        if not points:
+        if not points and not any(f[0] == name for f in failed):
             continue
         if record.get('ok') and record.get('num_workers'):
             points.append((int(record['num_workers']), float(record['samples_per_s'])))
@@ -339,8 +364,10 @@ def dataloader_check_plot_svg(results, width=480, height=300):
     if not lines:
         return ''
     left, right, top, bottom = 60, 20, 30, 45
-    xs = [x for pts in lines.values() for x, _y in pts]
-    ys = [y for pts in lines.values() for _x, y in pts]
+    height += 14 * len(failed)
+    bottom += 14 * len(failed)
+    xs = [x for pts in lines.values() for x, _y in pts] + [f[1] for f in failed]
+    ys = [y for pts in lines.values() for _x, y in pts] or [0.0]
     x_min = min(xs)
     x_max = max(xs + [x_min + 1])
     y_max = max(ys) * 1.1 or 1.0
@@ -377,6 +404,12 @@ def dataloader_check_plot_svg(results, width=480, height=300):
             out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (px(x), py(y), colour))
         out.append('<text x="%d" y="%d" fill="%s">%s</text>'
                    % (width - right - 80, top + 14 * (index + 1), colour, name))
+    for index, (name, workers, error) in enumerate(failed):
+        x, y = px(workers), py(0)
+        out.append('<path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="#d62728" stroke-width="2" '
+                   'class="failed"/>' % (x - 4, y - 4))
+        out.append('<text x="%d" y="%d" fill="#d62728">failed: %s, %d workers: %s</text>'
+                   % (left, height - bottom + 45 + 14 * index, _xml(name), workers, _xml(error)))
     out.append('</svg>')
     return '\n'.join(out) + '\n'
 

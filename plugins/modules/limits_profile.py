@@ -79,6 +79,18 @@ options:
     type: str
     choices: [fail, warn]
     default: fail
+  on_override:
+    description:
+      - What to do when a line in another limits file that pam_limits applies to some users
+        instead of the profile's wildcard or group line (a C(trainer hard nofile 8192), a
+        C(@gpu) line) keeps those users below the profile. Both show every such line with its
+        C(file:line) and the value the users get, on every run, changed or not, and return them
+        in RV(overrides). C(warn) writes the profile; C(fail) refuses before anything is
+        written, so an unchanged node whose users are below the profile fails instead of
+        passing as ok.
+    type: str
+    choices: [warn, fail]
+    default: warn
   force:
     description:
       - Write hard values above what this host lets PAM or systemd set (PID 1's hard limit
@@ -210,6 +222,18 @@ actions:
   sample: {reexec: true, user_managers: [user@1001.service], daemon_reload: false, units: [],
            docker: true, docker_pending: false, policy: when_idle,
            deferred: [{unit: docker.service, reason: "1 running container(s) would be stopped"}]}
+overrides:
+  description:
+    - The limits lines that give some users other values than the profile (O(on_override)),
+      each with C(path), C(line), C(kind) (C(narrower) a user, uid or group line that wins over
+      the profile's wildcard or group line; C(replaced) a line earlier in pam_limits order that
+      the profile's line now replaces) and C(reason), the text shown as a warning.
+  returned: when the pam context is managed
+  type: list
+  elements: dict
+  sample: [{path: /etc/security/limits.d/80-site.conf, line: 1, kind: narrower,
+            reason: "/etc/security/limits.d/80-site.conf:1 (user) overrides * for the users it
+              matches: trainer gets hard nofile 8192 instead of 65536"}]
 running_containers:
   description: Docker's running containers and live-restore (C(count) null when unknown).
   returned: when the docker context is managed or dockerd owes a restart
@@ -266,6 +290,7 @@ def main():
             units=dict(type='list', elements='str', default=[]),
             docker_shm_size=dict(type='str'),
             on_conflict=dict(type='str', choices=['fail', 'warn'], default='fail'),
+            on_override=dict(type='str', choices=['warn', 'fail'], default='warn'),
             force=dict(type='bool', default=False),
             restart_policy=dict(type='str', choices=list(pp.RESTART_POLICIES),
                                 default='when_idle'),
@@ -295,11 +320,19 @@ def main():
         module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['contexts'] = contexts
     result['units'] = [c[len('unit:'):] for c, _change in planned if c.startswith('unit:')]
+    pam = dict(planned).get('pam')
+    if pam is not None:
+        result['overrides'] = override_records(pam.result)
+        below = [r['reason'] for r in result['overrides'] if r['kind'] == 'narrower']
+        if below and params['on_override'] == 'fail':
+            module.fail_json(msg='pam: users stay below the profile because of lines in other '
+                             'files: %s (nothing written; change those lines, or set '
+                             'on_override=warn; limits role: limits_on_override: warn)'
+                             % '; '.join(below), **result)
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)
     if changed and module._diff:
         result['diff'] = [change.diff() for change in changed]
-    pam = dict(planned).get('pam')
     if (params['baseline_user'] and pam is not None and pam.changed
             and not module.check_mode):
         result['baseline'] = login_baseline(module, params['baseline_user'])
@@ -311,14 +344,10 @@ def main():
             module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['files'] = [pp.file_record(context, change) for context, change in planned]
     result['actions'] = pp.actions(planned, module, params['restart_policy'])
-    pam_result = pam.result if pam is not None else {}
-    seen = set()
-    for record in (pam_result.get('overrides') or []) + (pam_result.get('replaced') or []):
+    for record in result.get('overrides') or []:
         # shown on every run, changed or not: a user below the profile because of a line we
         # know about is never reported as a silent ok
-        if record['reason'] not in seen:
-            seen.add(record['reason'])
-            module.warn('pam: %s' % record['reason'])
+        module.warn('pam: %s' % record['reason'])
     for context, change in planned:
         for message in change.warnings:
             module.warn('%s: %s' % (context, message))
@@ -329,6 +358,17 @@ def main():
     if 'running_containers' in result['actions']:
         result['running_containers'] = result['actions'].pop('running_containers')
     module.exit_json(**result)
+
+
+def override_records(pam_result):
+    """The pam plan's overrides and replaced lines, once each: path, line, kind, reason."""
+    seen, records = set(), []
+    for record in (pam_result.get('overrides') or []) + (pam_result.get('replaced') or []):
+        if record['reason'] not in seen:
+            seen.add(record['reason'])
+            records.append(dict(path=record.get('path'), line=record.get('line'),
+                                kind=record.get('kind', 'narrower'), reason=record['reason']))
+    return records
 
 
 if __name__ == '__main__':

@@ -8,6 +8,9 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.filter import pytorch_env as pe
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+import scenario_support  # noqa: E402  pylint: disable=wrong-import-position
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 SCRIPT = os.path.join(ROOT, 'roles', 'dataloader_check', 'files', 'dataloader_smoke.py')
 
@@ -135,3 +138,127 @@ def test_plot_svg_from_sweep():
     assert len(lines[0].get('points').split()) == 3   # 1, 2, 4 workers; the failed 8 left out
     assert 'n1: DataLoader throughput' in svg
     assert pe.dataloader_check_plot_svg({'contexts': {'login': GOOD}}) == ''
+
+
+def test_plot_svg_shows_a_failed_point():
+    """issue 17.10: the SVG dropped a failed point silently."""
+    login = dict(GOOD, num_workers=2, samples_per_s=1.0, sweep=[
+        {'num_workers': 1, 'ok': True, 'samples_per_s': 0.5},
+        {'num_workers': 8, 'ok': False, 'samples_per_s': 0.0,
+         'error': 'RuntimeError: DataLoader worker (pid 9) is killed by signal: Bus error. It '
+                  'is possible that dataloader\'s workers are out of shared memory <&>'}])
+    svg = pe.dataloader_check_plot_svg(pe.dataloader_check_report({'login': login}, CANARY, 'n'))
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(svg)
+    crosses = [p for p in root.findall('{http://www.w3.org/2000/svg}path')
+               if p.get('class') == 'failed']
+    assert len(crosses) == 1
+    texts = [t.text for t in root.findall('{http://www.w3.org/2000/svg}text')]
+    failed = [t for t in texts if t and t.startswith('failed: login, 8 workers: ')]
+    assert len(failed) == 1 and 'out of shared memory <&>' in failed[0]
+    # a sweep whose every point failed still gives a plot that says so
+    only_failed = dict(login, sweep=login['sweep'][1:])
+    svg = pe.dataloader_check_plot_svg({'host': 'n', 'contexts': {'login': only_failed}})
+    assert 'failed: login, 8 workers' in svg
+
+
+def test_summary_names_workers_and_headroom_and_cuts_at_words():
+    """issue 17.10: the summary omitted num_workers and headroom and cut the canary error
+    mid-word."""
+    login = dict(GOOD, num_workers=3, peak_fds=4096, nofile_soft=16384)
+    canary = dict(CANARY, error='RuntimeError: ' + 'abcdefghij ' * 12 + 'Too many open files (24)')
+    report = pe.dataloader_check_report({'login': login}, canary, 'n')
+    assert 'login ok 1.50 samples/s with 3 workers, peak 4096 fds of soft nofile 16384' in \
+        report['summary']
+    assert 'headroom 4.0x' in report['summary']
+    shown = report['summary'].split('canary failed as expected at nofile 1024 (')[1]
+    shown = shown.split(');')[0]
+    assert shown.startswith('... ') and shown.endswith('Too many open files (24)')
+    words = shown[4:].split()
+    assert all(word in canary['error'].split() for word in words), shown
+
+
+@pytest.mark.skipif(not os.environ.get('TORCH_PYTHON'), reason='needs TORCH_PYTHON (a python '
+                    'with torch); the pytorch scenario runs it on the node')
+def test_a_failed_run_leaves_no_worker_running(tmp_path):
+    """issue 17.9: a run that fails (descriptors exhausted in every point of a sweep) shuts its
+    workers down; before, they stayed with PPID 1 holding /dev/shm."""
+    marker = 'gpufleet-reap-%d' % os.getpid()
+    data = tmp_path / marker
+    proc = subprocess.run(
+        [os.environ['TORCH_PYTHON'], SCRIPT, '--data-dir', str(data), '--samples', '8',
+         '--tensors-per-sample', '2000', '--num-workers', '2', '--soft-nofile', '256',
+         '--timeout', '20', '--sweep-workers', '1,3'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == 1 and record['fd_exhausted'], record
+    left = subprocess.run(['pgrep', '-f', marker], stdout=subprocess.PIPE,
+                          universal_newlines=True, check=False).stdout.split()
+    assert left == [], left
+    assert record.get('workers_left', 0) == 0
+
+
+def _start_long_run(tmp_path, marker):
+    """A run long enough to be stopped while its workers work: returns (process, worker pids)."""
+    import time
+    proc = subprocess.Popen(
+        [os.environ['TORCH_PYTHON'], SCRIPT, '--data-dir', str(tmp_path / marker), '--samples',
+         '400', '--tensors-per-sample', '50', '--num-workers', '2', '--epochs', '50'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    deadline = time.monotonic() + 120
+    workers = []
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.5)
+        workers = subprocess.run(['pgrep', '-P', str(proc.pid)], stdout=subprocess.PIPE,
+                                 universal_newlines=True, check=False).stdout.split()
+        assert proc.poll() is None, proc.communicate()
+    assert len(workers) >= 2, 'the workers did not start'
+    return proc, workers
+
+
+def _alive(pids):
+    return [pid for pid in pids if os.path.exists('/proc/%s' % pid)
+            and 'Z' not in open('/proc/%s/stat' % pid).read().rsplit(')', 1)[1].split()[:1]]
+
+
+@pytest.mark.skipif(not os.environ.get('TORCH_PYTHON'), reason='needs TORCH_PYTHON')
+@pytest.mark.parametrize('sig', ['SIGTERM', 'SIGKILL'])
+def test_a_stopped_run_leaves_no_worker_running(tmp_path, sig):
+    """issue 17.9: the role's `timeout` stops a run with SIGTERM, then SIGKILL. Before, the
+    main process died at once and its workers went on with PPID 1 (until PyTorch's watchdog
+    noticed, seconds later, or never while blocked), holding descriptors and /dev/shm; now
+    SIGTERM unwinds and reaps them, and SIGKILL takes them along (PR_SET_PDEATHSIG)."""
+    import signal
+    import time
+    proc, workers = _start_long_run(tmp_path, 'gpufleet-stop-%s-%d' % (sig, os.getpid()))
+    proc.send_signal(getattr(signal, sig))
+    out, _err = proc.communicate(timeout=60)
+    time.sleep(0.5)
+    assert _alive(workers) == [], 'workers left running after %s' % sig
+    if sig == 'SIGTERM':
+        record = json.loads(out.strip().splitlines()[-1])
+        assert not record['ok'] and 'terminated by signal 15' in record['error'], record
+        assert proc.returncode == 1
+
+
+def shm_exhaustion_run(python, script, workdir):
+    """Run scenario_support's /dev/shm exhaustion reproduction here: (record, facts)."""
+    out = os.path.join(workdir, 'shm-repro.json')
+    proc = subprocess.run(['sh', '-c', scenario_support.shm_repro_command(python, script, workdir,
+                                                                          out)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=300, check=False)
+    with open(out) as handle:
+        return json.load(handle), scenario_support.shm_repro_facts(proc.stdout)
+
+
+@pytest.mark.skipif(not os.environ.get('TORCH_PYTHON') or os.geteuid() != 0,
+                    reason='needs TORCH_PYTHON and root (a mount namespace); the pytorch '
+                           'scenario runs it on the node')
+def test_a_failed_sweep_point_leaves_no_worker_and_no_shm(tmp_path):
+    record, facts = shm_exhaustion_run(os.environ['TORCH_PYTHON'], SCRIPT, str(tmp_path))
+    assert record['ok'], record['error']                    # the 1-worker run fits
+    point = record['sweep'][0]
+    assert not point['ok'] and 'No space left on device' in point['error'], point
+    # before: 5 workers left with PPID 1 and 6 torch_* files in /dev/shm
+    assert facts == {'rc': '0', 'left': '0', 'shm': '0'}, facts

@@ -3,12 +3,14 @@ import json
 import os
 import subprocess
 
+import pytest
 from conftest import (EXPECTED, FILES, USER, Limit, as_user, parse, profile_part,
                       user_service_limits)
 from scenario_support import ansible_command, checksums, run_module
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'tune_gpu_nodes.yml')
+EXPECTED_PROFILE = {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
 
 
 def test_login_session_of_a_training_user(host):
@@ -89,6 +91,27 @@ def test_tune_playbook_check_diff_changes_nothing(host):
     assert after == login
 
 
+@pytest.mark.parametrize('provider', ['miniforge', 'venv'])
+def test_whole_playbook_check_diff_finishes_and_changes_nothing(host, provider):
+    """issue 17.8: `tune_gpu_nodes.yml --check --diff` (every role) never finished: the
+    Miniforge download ran in check mode, and the venv provider's apt task needed python3-apt.
+    Now it finishes, downloads and installs nothing, and says what it would do."""
+    before = checksums(host, FILES)
+    extra = {'limits_profile': EXPECTED_PROFILE,
+             'limits_contexts': ['pam', 'systemd_system', 'systemd_user', 'docker'],
+             'limits_verify_user': USER, 'pytorch_env_provider': provider}
+    cmd = ansible_command(host, ['ansible-playbook', PLAYBOOK, '--check', '--diff',
+                                 '-e', json.dumps(extra), '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert 'Check mode - the DataLoader smoke test is not run' in proc.stdout
+    assert checksums(host, FILES) == before
+    for path in ('/opt/gpufleet/pytorch', '/var/cache/gpufleet/installers',
+                 '/var/cache/gpufleet/wheelhouse'):
+        assert not host.file(path).exists, path
+
+
 def test_user_manager_still_runs(host):
     assert host.run(as_user('systemctl --user is-system-running')).rc in (0, 1)
     assert host.service('user@1001.service').is_running
@@ -128,6 +151,56 @@ def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
     assert '| %s | login | nofile | 16384:16384 | 18000:18000 | **soft+hard** | %s:' % (
         host.backend.host, FILES[0]) in markdown
     assert 'host' in proc.stdout and '18000:18000' in proc.stdout
+
+
+def run_audit(host, tmp_path, profile):
+    extra = {'limits_profile': profile, 'limits_verify_user': USER,
+             'audit_reports_dir': str(tmp_path)}
+    cmd = ansible_command(host, ['ansible-playbook', os.path.join(ROOT, 'playbooks',
+                                                                  'audit_limits.yml'),
+                                 '-e', json.dumps(extra), '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    with open(str(tmp_path / 'limits-audit.json')) as handle:
+        report = json.load(handle)
+    return proc, report['hosts'][host.backend.host], (tmp_path / 'limits-audit.md').read_text()
+
+
+SITE_DROPIN = '/etc/systemd/system.conf.d/95-site.conf'
+GPU_LINES = '/etc/security/limits.d/95-gpu.conf'
+TYPO_LINES = '/etc/security/limits.d/96-typos.conf'
+
+
+def test_audit_names_real_sources_and_shows_what_is_pending_or_misread(host, tmp_path):
+    """issue 17.5 and 17.6 on a messy node: a user line above what pam_limits can set (the
+    session keeps its defaults), a system.conf.d drop-in not applied yet, and limits lines
+    pam_limits skips (a typo, a size suffix). The audit names the line that could not be
+    applied, says the drop-in is not applied yet, and the table and the Markdown show the
+    pending setting and the misread lines (they were only in the JSON)."""
+    host.check_output('printf "%s" > %s' % (r'[Manager]\nDefaultLimitNOFILE=4096\n', SITE_DROPIN))
+    host.check_output('printf "%s" > %s' % (r'%s hard nofile 30000\n' % USER, GPU_LINES))
+    host.check_output('printf "%s" > %s' % (r'%s hard nofle 4096\n* soft memlock 64M\n' % USER,
+                                            TYPO_LINES))
+    try:
+        proc, node, markdown = run_audit(host, tmp_path, EXPECTED_PROFILE)
+    finally:
+        host.check_output('rm -f %s %s %s' % (SITE_DROPIN, GPU_LINES, TYPO_LINES))
+    assert proc.returncode == 0, proc.stdout
+    rows = dict(((r['context'], r['item']), r) for r in node['rows'])
+    login = rows[('login', 'nofile')]
+    assert login['source'].startswith('not the limits files: they give 16384:30000'), login
+    assert 'pam_limits could not apply %s:1 (hard nofile 30000' % GPU_LINES in login['source']
+    assert FILES[0] not in login['source'].split('could not apply')[1]
+    service = rows[('service', 'nofile')]
+    assert service['actual'] == '16384:16384', service
+    assert service['source'].startswith('%s:2 sets 4096:4096, not applied yet' % SITE_DROPIN)
+    out = ' '.join(proc.stdout.replace('\\n', ' ').split())
+    for text in (markdown, out):
+        assert 'not applied yet' in text and 'systemd manager `nofile`' in text.replace(
+            'manager nofile', 'manager `nofile`'), text
+        assert '%s:1' % TYPO_LINES in text and 'nofle' in text, text
+        assert '%s:2' % TYPO_LINES in text and '64M' in text, text
+    assert '**not applied yet**' in markdown and '**pam_limits skips or misreads**' in markdown
 
 
 def proc_limits(host, pid):

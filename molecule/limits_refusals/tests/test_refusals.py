@@ -20,6 +20,8 @@ def test_role_defaults_are_refused_on_this_node(host, unchanged):
     assert rc == 2, out
     assert 'hard nofile 65536 is above what login services can set here (20000' in out, out
     assert 'hard memlock unlimited is above what login services can set here' in out, out
+    # the advice names the role's variable (issue 17.7: it said `set force=true`)
+    assert 'limits_force: true' in out, out
     assert login_limits(host)['nofile'] == BASE_NOFILE
 
 
@@ -41,6 +43,41 @@ def test_conflicting_later_limits_file_is_refused(host, unchanged, site_file):
     assert rc == 2, out
     assert 'requested entries are overridden later in pam_limits order' in out, out
     assert path in out, out
+    assert 'limits_on_conflict: warn' in out, out
+
+
+def test_limits_on_conflict_warn_writes_and_warns(host, site_file):
+    """issue 17.7: on_conflict=warn was advised but the role had no such variable."""
+    path = site_file('95-site.conf', '* soft nofile 4096\n* hard nofile 4096\n')
+    rc, out = run_role(host, limits_profile=LOWER, limits_on_conflict='warn',
+                       limits_verify=False)
+    assert rc == 0, out
+    assert 'requested entries are overridden later in pam_limits order' in out, out
+    assert path in out, out
+    assert 'nofile 12288' in ' '.join(host.file(FILES[0]).content_string.split())
+    host.run('rm -f %s' % path)
+    rc, out = run_role(host, limits_profile=BASELINE)
+    assert rc == 0, out
+
+
+OVERRIDE = ('/etc/security/limits.d/80-site.conf:1 (user) overrides * for the users it matches: '
+            'trainer gets hard nofile 8192 instead of 16384')
+
+
+def test_a_line_that_keeps_a_user_below_the_profile_is_shown_on_every_run(host, unchanged,
+                                                                         site_file):
+    """issue 17.4: a `trainer hard nofile 8192` line in another file passed every rerun as a
+    silent ok. Now every run shows it with file:line and what the user gets, and
+    limits_on_override=fail refuses before any write."""
+    site_file('80-site.conf', 'trainer hard nofile 8192\n')
+    rc, out = run_role(host, limits_profile=BASELINE)
+    assert rc == 0, out
+    assert OVERRIDE in out, out
+    assert login_limits(host)['nofile'].hard == 8192     # what the warning says the user gets
+    rc, out = run_role(host, limits_profile=BASELINE, limits_on_override='fail')
+    assert rc == 2, out
+    assert 'users stay below the profile because of lines in other files: ' + OVERRIDE in out
+    assert 'nothing written' in out and 'limits_on_override: warn' in out, out
 
 
 def test_failed_verification_rolls_back_every_file(host, site_file):

@@ -1,6 +1,7 @@
 """The venv with torch exists, and the DataLoader check proved the limits reach training."""
 import json
 import os
+import sys
 
 import pytest
 
@@ -8,6 +9,9 @@ ROOT = os.environ.get('MOLECULE_PROJECT_DIRECTORY',
                       os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 RESULTS = os.path.join(ROOT, 'build', 'molecule', 'pytorch', 'results')
 PYTHON = '/opt/gpufleet/pytorch/bin/python'
+SCRIPT = '/usr/local/libexec/gpufleet/dataloader_smoke.py'
+sys.path.insert(0, os.path.join(ROOT, 'tests'))
+from scenario_support import shm_repro_command, shm_repro_facts  # noqa: E402
 USER = 'gpufleet-check'
 TUNED = 16384
 
@@ -82,3 +86,26 @@ def test_throughput_sweep_and_plot(results):
     svg = os.path.join(RESULTS, '%s-throughput.svg' % results['host'])
     with open(svg) as handle:
         assert '<polyline' in handle.read()
+
+
+def test_the_role_stopped_what_an_earlier_run_left(host):
+    """issue 17.9: prepare.yml left a process of the check user running under the script's
+    name (what a killed run leaves); the role's run stopped it."""
+    state = host.run('systemctl show -p ActiveState --value gpufleet-leftover-run.service')
+    assert state.stdout.strip() in ('inactive', 'failed', ''), state.stdout
+    assert host.run('pgrep -u %s -f %s' % (USER, SCRIPT)).rc == 1
+
+
+def test_a_failed_sweep_point_leaves_no_worker_and_no_shm(host):
+    """issue 17.9: a sweep point that runs out of /dev/shm (16 MiB here, like a container's
+    64 MB) left its workers running with PPID 1 and torch_* files in /dev/shm, and the next
+    context failed; now the run stops them and removes their files."""
+    work = '/tmp/gpufleet-shm-repro'
+    host.check_output('rm -rf %s && mkdir -p %s' % (work, work))
+    facts = shm_repro_facts(host.check_output(
+        shm_repro_command(PYTHON, SCRIPT, work, work + '/out.json')))
+    record = json.loads(host.file(work + '/out.json').content_string)
+    assert record['ok'], record['error']
+    point = record['sweep'][0]
+    assert not point['ok'] and 'No space left on device' in point['error'], point
+    assert facts == {'rc': '0', 'left': '0', 'shm': '0'}, facts

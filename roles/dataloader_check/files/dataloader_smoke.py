@@ -12,8 +12,10 @@ strategy, and the limits the process saw (/proc/self/limits). Exit status 0 when
 DataLoader failed, 2 when the test could not run at all (no torch, bad arguments).
 """
 import argparse
+import ctypes
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -77,6 +79,85 @@ def child_pids(pid):
         if ppid == pid:
             children.add(int(entry))
     return children
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(worker_id=None):  # pylint: disable=unused-argument
+    """DataLoader worker_init_fn: the kernel kills the worker when the main process dies, also
+    by SIGKILL (a `timeout --kill-after`), so no worker is left running with PPID 1."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def descendants(pid):
+    """Every process below pid (children, their children, ...)."""
+    found, queue = [], [pid]
+    while queue:
+        for child in child_pids(queue.pop()):
+            if child not in found:
+                found.append(child)
+                queue.append(child)
+    return found
+
+
+def remove_shm_of(pids, shm='/dev/shm'):
+    """Remove the shared-memory files that processes ``pids`` (dead workers) left in /dev/shm
+    (PyTorch names them torch_<pid>_...). Returns how many were removed."""
+    removed = 0
+    prefixes = tuple('torch_%d_' % pid for pid in pids)
+    try:
+        names = os.listdir(shm) if prefixes else []
+    except OSError:
+        return 0
+    for name in names:
+        if name.startswith(prefixes):
+            try:
+                os.unlink(os.path.join(shm, name))
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def reap_workers(grace=3.0, seen=()):
+    """Stop every process this run started (DataLoader workers and their helpers): SIGTERM,
+    then SIGKILL after ``grace`` seconds, and remove the /dev/shm files of those and of the
+    workers in ``seen``. Returns how many were still running."""
+    left = descendants(os.getpid())
+    gone = set(left) | set(seen)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + grace
+        while left and time.monotonic() < deadline:
+            for pid in list(left):
+                try:
+                    done, _status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid      # not our child, or already reaped: check /proc
+                    if os.path.exists('/proc/%d' % pid):
+                        done = 0
+                if done:
+                    left.remove(pid)
+            time.sleep(0.05)
+    remove_shm_of(sorted(pid for pid in gone if not os.path.exists('/proc/%d' % pid)))
+    return len(descendants(os.getpid()))
+
+
+class Terminated(BaseException):
+    """SIGTERM (the role's `timeout`): unwind, so that the workers are shut down. Not an
+    Exception, so that a sweep does not take it for a failed point and go on."""
+
+
+def on_sigterm(signum, frame):  # pylint: disable=unused-argument
+    raise Terminated('terminated by signal %d (the run timed out)' % signum)
 
 
 class FdSampler(threading.Thread):
@@ -228,24 +309,40 @@ def run(args, result):
 
 
 def measure(torch, dataset, args, workers, result):
-    """Iterate the dataset with `workers` workers; fill samples/s and the fd peaks into result."""
+    """Iterate the dataset with `workers` workers; fill samples/s and the fd peaks into result.
+
+    The workers are shut down before it returns or raises, and any process the run left is
+    killed: a failed point of a sweep must not leave workers holding descriptors and /dev/shm
+    for the next measurement."""
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=args.batch_size, num_workers=workers,
-        prefetch_factor=args.prefetch_factor, timeout=args.timeout, shuffle=False)
+        prefetch_factor=args.prefetch_factor, timeout=args.timeout, shuffle=False,
+        worker_init_fn=die_with_parent if workers else None)
     sampler = FdSampler()
     sampler.start()
     samples = 0
     received = 0
     started = time.monotonic()
+    iterator = None
     try:
         for dummy in range(args.epochs):  # pylint: disable=unused-variable
-            for batch in loader:
+            iterator = iter(loader)
+            for batch in iterator:
                 # Touch every tensor so the shared storages are really received and mapped.
                 samples += batch[0].shape[0]
                 received += sum(t.numel() for t in batch)
+            iterator = None
     finally:
         elapsed = time.monotonic() - started
         sampler.stop()
+        shutdown = getattr(iterator, '_shutdown_workers', None)
+        if shutdown is not None:
+            try:
+                shutdown()
+            except Exception:  # pylint: disable=broad-except
+                pass
+        iterator = None
+        result['workers_left'] = reap_workers(seen=sampler.workers_seen)
         result['samples'] = samples
         result['values_received'] = received
         result['elapsed_s'] = round(elapsed, 3)
@@ -262,6 +359,7 @@ def measure(torch, dataset, args, workers, result):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    signal.signal(signal.SIGTERM, on_sigterm)
     if args.soft_nofile:
         import resource
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -293,7 +391,8 @@ def main(argv=None):
     except ImportError as exc:
         result['error'] = 'cannot import torch: %s' % exc
         status = 2
-    except Exception as exc:  # pylint: disable=broad-except
+    except (Exception, Terminated) as exc:  # pylint: disable=broad-except
+        # Terminated: the run timed out; the workers are reaped below all the same
         # Keep PyTorch's own message (the last lines carry the worker's re-raised error).
         text = '%s: %s' % (type(exc).__name__, exc)
         result['error'] = text.strip()[-2000:]
@@ -301,6 +400,10 @@ def main(argv=None):
         result['fd_exhausted'] = any(marker in text or marker in result['traceback']
                                      for marker in FD_ERRORS)
         status = 1
+    # whatever happened (an error, a time-out), no worker outlives the run
+    left = reap_workers()
+    if left:
+        result['workers_left'] = left
     text = json.dumps(result, sort_keys=True)
     if args.output:
         tmp = args.output + '.tmp'
