@@ -278,7 +278,7 @@ def _headroom(record):
     try:
         return '%.1fx' % (float(record['nofile_soft']) / float(record['peak_fds']))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        return 
+        return ''
 
 
 def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,

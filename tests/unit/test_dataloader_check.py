@@ -189,7 +189,8 @@ def test_a_failed_run_leaves_no_worker_running(tmp_path):
         [os.environ['TORCH_PYTHON'], SCRIPT, '--data-dir', str(data), '--samples', '8',
          '--tensors-per-sample', '2000', '--num-workers', '2', '--soft-nofile', '256',
          '--timeout', '20', '--sweep-workers', '1,3'],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300,
+        check=False)
     record = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 1 and record['fd_exhausted'], record
     left = subprocess.run(['pgrep', '-f', marker], stdout=subprocess.PIPE,

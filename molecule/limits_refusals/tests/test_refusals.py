@@ -64,8 +64,8 @@ OVERRIDE = ('/etc/security/limits.d/80-site.conf:1 (user) overrides * for the us
             'trainer gets hard nofile 8192 instead of 16384')
 
 
-def test_a_line_that_keeps_a_user_below_the_profile_is_shown_on_every_run(host, unchanged,
-                                                                         site_file):
+def test_a_line_keeping_a_user_below_the_profile_is_shown_on_every_run(
+        host, unchanged, site_file):
     """issue 17.4: a `trainer hard nofile 8192` line in another file passed every rerun as a
     silent ok. Now every run shows it with file:line and what the user gets, and
     limits_on_override=fail refuses before any write."""
