@@ -160,31 +160,63 @@ def on_sigterm(signum, frame):  # pylint: disable=unused-argument
     raise Terminated('terminated by signal %d (the run timed out)' % signum)
 
 
-class FdSampler(threading.Thread):
-    """Samples the open descriptors of this process and its children every `interval` s."""
+def count_threads(pid):
+    try:
+        return len(os.listdir('/proc/%d/task' % pid))
+    except OSError:
+        return None
 
-    def __init__(self, interval=0.05):
+
+def shm_used(path='/dev/shm'):
+    """Bytes in use on the /dev/shm file system (None when it cannot be read)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return (stat.f_blocks - stat.f_bfree) * stat.f_frsize
+
+
+class FdSampler(threading.Thread):
+    """Samples, every `interval` s, the open descriptors of this process and of every process
+    below it, the threads of all of them (what RLIMIT_NPROC counts for the user) and the bytes
+    in use in /dev/shm above what was in use when it started."""
+
+    def __init__(self, interval=0.05, count_self=True):
         super().__init__(daemon=True)
         self.interval = interval
+        self.count_self = count_self   # False: a coordinator measures only what it started
         self.pid = os.getpid()
         self.peak_main = 0
         self.peak_worker = 0
         self.peak_total = 0
+        self.peak_threads = 0
+        self.peak_processes = 0
+        self.shm_base = shm_used() or 0
+        self.peak_shm = 0
         self.workers_seen = set()
         self._stop_event = threading.Event()
 
     def sample(self):
         main = count_fds(self.pid) or 0
-        total = main
-        for child in child_pids(self.pid):
+        total = main if self.count_self else 0
+        threads = (count_threads(self.pid) or 0) if self.count_self else 0
+        below = descendants(self.pid)
+        for child in below:
             count = count_fds(child)
             if count is None:
                 continue
             self.workers_seen.add(child)
             self.peak_worker = max(self.peak_worker, count)
             total += count
+            threads += count_threads(child) or 0
         self.peak_main = max(self.peak_main, main)
         self.peak_total = max(self.peak_total, total)
+        self.peak_threads = max(self.peak_threads, threads)
+        self.peak_processes = max(self.peak_processes,
+                                  len(below) + (1 if self.count_self else 0))
+        used = shm_used()
+        if used is not None:
+            self.peak_shm = max(self.peak_shm, used - self.shm_base)
 
     def run(self):
         while not self._stop_event.is_set():
@@ -270,6 +302,9 @@ def parse_args(argv):
                         type=lambda text: [int(v) for v in text.split(',') if v.strip()],
                         help='after the run, measure again with each of these worker counts '
                              '(comma-separated) for a throughput curve')
+    parser.add_argument('--ranks', type=int, default=1,
+                        help='independent rank processes, each with its own DataLoader of '
+                             '--num-workers workers (the ranks of a job on one node)')
     parser.add_argument('--soft-nofile', type=int, default=0,
                         help='lower the soft nofile limit to this first (canary)')
     return parser.parse_args(argv)
@@ -306,6 +341,70 @@ def run(args, result):
             except Exception as exc:  # pylint: disable=broad-except
                 point['error'] = ('%s: %s' % (type(exc).__name__, exc))[-500:]
             result['sweep'].append(point)
+
+
+def rank_argv(args, index):
+    """The command line of rank ``index``: this script with the job's shape, one rank."""
+    argv = [sys.executable, os.path.abspath(__file__), '--data-dir', args.data_dir,
+            '--label', '%s-rank%d' % (args.label, index), '--ranks', '1']
+    for flag, value in (('--samples', args.samples),
+                        ('--tensors-per-sample', args.tensors_per_sample),
+                        ('--elements', args.elements), ('--num-workers', args.num_workers),
+                        ('--max-workers', args.max_workers), ('--batch-size', args.batch_size),
+                        ('--prefetch-factor', args.prefetch_factor),
+                        ('--timeout', args.timeout), ('--epochs', args.epochs)):
+        argv += [flag, str(value)]
+    if args.sharing_strategy:
+        argv += ['--sharing-strategy', args.sharing_strategy]
+    return argv
+
+
+def run_ranks(args, result):
+    """Run --ranks rank processes at once, each with its own DataLoader, and measure the
+    whole job: descriptors per process, threads and processes of the job (what the user's
+    RLIMIT_NPROC must hold), /dev/shm bytes. Raises when a rank failed."""
+    import subprocess
+    result['dataset_built'] = build_dataset(args.data_dir, args.samples,
+                                            args.tensors_per_sample, args.elements)
+    sampler = FdSampler(count_self=False)
+    sampler.start()
+    started = time.monotonic()
+    procs = []
+    try:
+        for index in range(args.ranks):
+            procs.append(subprocess.Popen(rank_argv(args, index), stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, universal_newlines=True))
+        outputs = [proc.communicate() for proc in procs]
+    finally:
+        sampler.stop()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    ranks = []
+    for proc, (out, err) in zip(procs, outputs):
+        lines = [line for line in out.splitlines() if line.startswith('{')]
+        record = json.loads(lines[-1]) if lines else {
+            'ok': False, 'error': 'rank printed no result (exit status %s): %s'
+                                  % (proc.returncode, err.strip()[-300:])}
+        ranks.append(record)
+    elapsed = time.monotonic() - started
+    result['ranks'] = ranks
+    result['elapsed_s'] = round(elapsed, 3)
+    for key in ('torch_version', 'sharing_strategy', 'num_workers'):
+        result[key] = next((r[key] for r in ranks if key in r), None)
+    result['samples'] = sum(r.get('samples', 0) for r in ranks)
+    result['samples_per_s'] = round(sum(r.get('samples_per_s', 0.0) for r in ranks), 2)
+    for key in ('peak_fds_main', 'peak_fds_worker', 'peak_fds'):
+        result[key] = max(r.get(key, 0) for r in ranks)
+    result['peak_fds_total'] = sampler.peak_total
+    result['peak_threads'] = sampler.peak_threads
+    result['peak_processes'] = sampler.peak_processes
+    result['peak_shm_bytes'] = sampler.peak_shm
+    failed = [r for r in ranks if not r.get('ok')]
+    if failed:
+        result['fd_exhausted'] = any(r.get('fd_exhausted') for r in failed)
+        raise RuntimeError('%d of %d ranks failed; %s: %s' % (
+            len(failed), len(ranks), failed[0].get('label', 'rank'), failed[0].get('error')))
 
 
 def measure(torch, dataset, args, workers, result):
@@ -351,6 +450,9 @@ def measure(torch, dataset, args, workers, result):
         result['peak_fds_worker'] = sampler.peak_worker
         result['peak_fds_total'] = sampler.peak_total
         result['peak_fds'] = max(sampler.peak_main, sampler.peak_worker)
+        result['peak_threads'] = sampler.peak_threads
+        result['peak_processes'] = sampler.peak_processes
+        result['peak_shm_bytes'] = sampler.peak_shm
         result['workers_seen'] = len(sampler.workers_seen)
     expected = len(dataset) * args.epochs
     if samples != expected:
@@ -386,7 +488,13 @@ def main(argv=None):
     }
     status = 0
     try:
-        run(args, result)
+        if args.ranks < 1:
+            raise ValueError('--ranks must be at least 1')
+        result['ranks_per_node'] = args.ranks
+        if args.ranks > 1:
+            run_ranks(args, result)
+        else:
+            run(args, result)
         result['ok'] = True
     except ImportError as exc:
         result['error'] = 'cannot import torch: %s' % exc
