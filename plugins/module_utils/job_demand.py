@@ -42,6 +42,9 @@ BASE_USER_THREADS = 64
 WORKER_THREADS = 3
 # Per-rank threads of CUDA, NCCL and the training loop beyond the DataLoader's.
 DEFAULT_EXTRA_THREADS = 8
+# nproc counts every thread of a user, root's services included: a profile derived from a
+# small job never goes below this.
+MIN_NPROC = 4096
 
 # field -> (default, minimum); None: required
 COUNTS = (
@@ -159,7 +162,8 @@ def profile(job, nr_open=None):
     """A limits profile that holds the job with its headroom, and the container shm size.
 
     Returns ``(profile, shm_size)``: profile {nofile, nproc, memlock?} (soft = hard), values
-    rounded up (descriptors and threads to 1024, bytes to MiB); shm_size in bytes, rounded up
+    rounded up (descriptors and threads to 1024, bytes to MiB; nproc at least MIN_NPROC, as
+    it counts every thread of the user, root's services too); shm_size in bytes, rounded up
     to 256 MiB. Raises JobError when the job cannot fit the kernel's fs.nr_open."""
     need = demand(job)
     factor = job['headroom']
@@ -171,7 +175,8 @@ def profile(job, nr_open=None):
                        'file_system' % (need['nofile'], nr_open))
     if nr_open and nofile > nr_open:
         nofile = nr_open
-    result = {'nofile': nofile, 'nproc': _round_up(need['threads'] * factor, 1024)}
+    result = {'nofile': nofile,
+              'nproc': max(MIN_NPROC, _round_up(need['threads'] * factor, 1024))}
     if need['pinned_bytes']:
         result['memlock'] = '%dMiB' % (_round_up(need['pinned_bytes'] * factor, 1024 ** 2)
                                        // 1024 ** 2)

@@ -22,7 +22,8 @@ def test_the_issue_s_job():
     assert need['shm_bytes'] == 8 * (16 * 4 + 2) * batch
     assert need['pinned_bytes'] == 8 * (16 * 4 + 1) * 150 * 1024 ** 2
     profile, shm = jd.profile(job)
-    assert profile['nofile'] == 1024 and profile['nproc'] == 2048   # x2 headroom, rounded up
+    assert profile['nofile'] == 1024                       # x2 headroom, rounded up
+    assert profile['nproc'] == 4096                        # 2 x 688 = 1376, but MIN_NPROC
     assert profile['memlock'] == '%dMiB' % (2 * 8 * 65 * 150)
     assert shm % (256 * 1024 ** 2) == 0 and shm >= 2 * need['shm_bytes']
 

@@ -139,3 +139,34 @@ def test_dockerd_restart_pending_while_a_container_runs(host):
     rc, out = run_role(host, limits_profile=BASELINE, limits_contexts=['docker'])
     assert rc == 0, out
     assert container_limits(host)['nofile'] == BASE_NOFILE
+
+
+JOB = {'ranks_per_node': 2, 'num_workers': 2, 'batch_size': 1, 'prefetch_factor': 2,
+       'tensors_per_batch': 2000, 'bytes_per_batch': '8MiB', 'headroom': 1.5}
+
+
+def test_a_bad_job_shape_is_refused_naming_the_field(host, unchanged):
+    """issue 13: zero counts and unknown strategies fail naming the field, before any write."""
+    rc, out = run_role(host, limits_profile=BASELINE, limits_job=dict(JOB, num_workers=0))
+    assert rc == 2, out
+    assert 'limits_job.num_workers: 0 is below 1' in out, out
+    rc, out = run_role(host, limits_profile=BASELINE,
+                       limits_job=dict(JOB, sharing_strategy='file_socket'))
+    assert rc == 2, out
+    assert "limits_job.sharing_strategy: 'file_socket' is not one of" in out, out
+
+
+def test_the_profile_follows_the_job_shape(host):
+    """issue 13.1: limits_job sizes nofile (8068 descriptors a process x 1.5, rounded up to
+    12288), nproc (at least 4096) and Docker's /dev/shm from the job; memlock stays
+    limits_profile's."""
+    rc, out = run_role(host, limits_profile=BASELINE, limits_job=JOB)
+    assert rc == 0, out
+    assert login_limits(host)['nofile'] == Limit(12288, 12288)
+    assert service_limits(host)['nofile'] == Limit(12288, 12288)
+    daemon = host.file('/etc/docker/daemon.json').content_string
+    # 2 ranks x (2 x 2 + 2) batches x (8 MiB + 2000 pages) x 1.5, rounded up to 256 MiB
+    assert '"default-shm-size": "512M"' in daemon, daemon
+    rc, out = run_role(host, limits_profile=BASELINE, limits_docker_shm_size='64M')
+    assert rc == 0, out
+    assert login_limits(host)['nofile'] == BASE_NOFILE

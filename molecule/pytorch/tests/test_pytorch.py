@@ -109,3 +109,27 @@ def test_a_failed_sweep_point_leaves_no_worker_and_no_shm(host):
     point = record['sweep'][0]
     assert not point['ok'] and 'No space left on device' in point['error'], point
     assert facts == {'rc': '0', 'left': '0', 'shm': '0'}, facts
+
+
+def test_the_job_shape_runs_and_stays_within_the_prediction(host):
+    """issue 13.1/13.2: the check runs the job's shape (2 ranks at once, 2 workers each) in a
+    login session and a service; each context fits, and every measured peak is at or below the
+    demand model's prediction."""
+    name = host.check_output('hostname')
+    with open(os.path.join(RESULTS, 'job', '%s.json' % name)) as handle:
+        data = json.load(handle)
+    job = data['job']
+    assert job['job']['ranks_per_node'] == 2 and job['demand']['processes'] == 6
+    for context in ('login', 'service'):
+        run = data['contexts'][context]
+        assert run['ok'] is True, run['error']
+        assert run['ranks_per_node'] == 2 and len(run['ranks']) == 2
+        assert all(rank['ok'] and rank['num_workers'] == 2 for rank in run['ranks'])
+        entry = job['contexts'][context]
+        assert entry['fits'] is True and entry['short'] == []
+        measured, demand = entry['measured'], job['demand']
+        assert measured['processes'] == demand['processes']
+        assert 0 < measured['fds_main'] <= demand['fds_main']
+        assert 0 < measured['fds_worker'] <= demand['fds_worker']
+        assert 0 < measured['threads'] <= demand['threads']
+        assert 0 < measured['shm_bytes'] <= demand['shm_bytes']
