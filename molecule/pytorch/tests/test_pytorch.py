@@ -133,3 +133,21 @@ def test_the_job_shape_runs_and_stays_within_the_prediction(host):
         assert 0 < measured['fds_worker'] <= demand['fds_worker']
         assert 0 < measured['threads'] <= demand['threads']
         assert 0 < measured['shm_bytes'] <= demand['shm_bytes']
+
+
+@pytest.mark.parametrize('canary, kind, error', [
+    ('shm', 'shm', ('No space left on device', 'Bus error', 'shared memory')),
+    ('nproc', 'nproc', ("can't start new thread", 'Resource temporarily unavailable')),
+])
+def test_a_canary_per_failure_mode_fails_with_the_error_users_see(results, canary, kind, error):
+    """issue 13.3: a 64 MB /dev/shm (Docker's default) and a low nproc each make the DataLoader
+    fail with the error users see; the check itself is trusted only because they fail."""
+    entry = results['canaries'][canary]
+    assert entry['failed'] is True and entry['exhausted'] == kind, entry
+    assert entry['as_expected'] is True
+    assert any(text in entry['error'] for text in error), entry['error']
+
+
+def test_the_shm_canary_passes_once_shm_is_large_enough(results):
+    assert results['canaries']['shm_tuned']['failed'] is False
+    assert results['canaries']['shm_tuned']['as_expected'] is True

@@ -31,6 +31,27 @@ FD_ERRORS = (
     'increase the limit using `ulimit -n`',
     'EMFILE',
 )
+# ... out of shared memory (/dev/shm too small: a container's 64 MB default) ...
+SHM_ERRORS = (
+    'No space left on device',
+    'Bus error',
+    'insufficient shared memory',
+    'unable to allocate shared memory',
+)
+# ... and out of processes or threads (RLIMIT_NPROC counts every thread of the user).
+NPROC_ERRORS = (
+    "can't start new thread",
+    'Resource temporarily unavailable',
+    'EAGAIN',
+)
+
+
+def failure_kind(text):
+    """What ran out, from an error's text: 'nofile', 'shm', 'nproc' or '' (something else)."""
+    for kind, markers in (('nofile', FD_ERRORS), ('shm', SHM_ERRORS), ('nproc', NPROC_ERRORS)):
+        if any(marker in text for marker in markers):
+            return kind
+    return ''
 
 
 def read_limits(path='/proc/self/limits'):
@@ -305,6 +326,9 @@ def parse_args(argv):
     parser.add_argument('--ranks', type=int, default=1,
                         help='independent rank processes, each with its own DataLoader of '
                              '--num-workers workers (the ranks of a job on one node)')
+    parser.add_argument('--soft-nproc', type=int, default=0,
+                        help='lower the soft nproc limit (processes and threads of the user) to '
+                             'this first (canary)')
     parser.add_argument('--soft-nofile', type=int, default=0,
                         help='lower the soft nofile limit to this first (canary)')
     return parser.parse_args(argv)
@@ -403,6 +427,7 @@ def run_ranks(args, result):
     failed = [r for r in ranks if not r.get('ok')]
     if failed:
         result['fd_exhausted'] = any(r.get('fd_exhausted') for r in failed)
+        result['exhausted'] = next((r.get('exhausted') for r in failed if r.get('exhausted')), '')
         raise RuntimeError('%d of %d ranks failed; %s: %s' % (
             len(failed), len(ranks), failed[0].get('label', 'rank'), failed[0].get('error')))
 
@@ -462,10 +487,11 @@ def measure(torch, dataset, args, workers, result):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGTERM, on_sigterm)
-    if args.soft_nofile:
-        import resource
-        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        resource.setrlimit(resource.RLIMIT_NOFILE, (args.soft_nofile, hard))
+    import resource
+    for value, which in ((args.soft_nofile, resource.RLIMIT_NOFILE),
+                         (args.soft_nproc, resource.RLIMIT_NPROC)):
+        if value:
+            resource.setrlimit(which, (value, resource.getrlimit(which)[1]))
     limits = read_limits()
     result = {
         'label': args.label,
@@ -483,6 +509,7 @@ def main(argv=None):
         'ok': False,
         'error': '',
         'fd_exhausted': False,
+        'exhausted': '',
         'samples_per_s': 0.0,
         'peak_fds': 0,
     }
@@ -505,8 +532,9 @@ def main(argv=None):
         text = '%s: %s' % (type(exc).__name__, exc)
         result['error'] = text.strip()[-2000:]
         result['traceback'] = traceback.format_exc()[-4000:]
-        result['fd_exhausted'] = any(marker in text or marker in result['traceback']
-                                     for marker in FD_ERRORS)
+        result['exhausted'] = result.get('exhausted') or failure_kind(
+            text + '\n' + result['traceback'])
+        result['fd_exhausted'] = result['exhausted'] == 'nofile'
         status = 1
     # whatever happened (an error, a time-out), no worker outlives the run
     left = reap_workers()
