@@ -170,3 +170,39 @@ def test_the_profile_follows_the_job_shape(host):
     rc, out = run_role(host, limits_profile=BASELINE, limits_docker_shm_size='64M')
     assert rc == 0, out
     assert login_limits(host)['nofile'] == BASE_NOFILE
+
+
+LOGIND_DROPIN = '/etc/systemd/logind.conf.d/90-gpufleet-tuning.conf'
+REMOVE_IPC = ('busctl get-property org.freedesktop.login1 /org/freedesktop/login1 '
+              'org.freedesktop.login1.Manager RemoveIPC')
+
+
+def test_logind_remove_ipc_and_linger(host):
+    """issue 13.3: logind's RemoveIPC=yes removes a user's /dev/shm/torch_* when their last
+    session ends. The role says which training users would lose them, and sets RemoveIPC=no
+    or lets users linger where asked."""
+    host.run('useradd -m gpufleet-nolinger')
+    try:
+        assert host.check_output(REMOVE_IPC) == 'b true'
+        rc, out = run_role(host, limits_profile=BASELINE, limits_logind_remove_ipc='check',
+                           limits_linger_users=[])
+        assert rc == 0, out
+        assert 'do not linger' not in out, out            # trainer lingers (prepare.yml)
+        rc, out = run_role(host, limits_profile=BASELINE, limits_logind_remove_ipc='check',
+                           limits_verify_user='gpufleet-nolinger')
+        assert rc == 0, out
+        assert 'RemoveIPC is on (b true) and gpufleet-nolinger do not linger' in out, out
+        rc, out = run_role(host, limits_profile=BASELINE, limits_linger_users=['gpufleet-nolinger'],
+                           limits_verify_user='gpufleet-nolinger',
+                           limits_logind_remove_ipc='check')
+        assert rc == 0, out
+        assert host.file('/var/lib/systemd/linger/gpufleet-nolinger').exists
+        assert 'do not linger' not in out, out
+        rc, out = run_role(host, limits_profile=BASELINE, limits_logind_remove_ipc='no')
+        assert rc == 0, out
+        assert 'RemoveIPC=no' in host.file(LOGIND_DROPIN).content_string
+        assert host.check_output(REMOVE_IPC) == 'b false'
+    finally:
+        host.run('loginctl disable-linger gpufleet-nolinger; userdel -r gpufleet-nolinger; '
+                 'rm -f %s; systemctl restart systemd-logind' % LOGIND_DROPIN)
+    assert host.check_output(REMOVE_IPC) == 'b true'
