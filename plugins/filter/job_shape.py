@@ -58,6 +58,52 @@ def job_report(results, job, field='dataloader_job'):
     return report
 
 
+def dataloader_check_guidance(results, job=None, field='dataloader_check_job'):
+    """What a user acts on, from a dataloader_check run: the num_workers that gave the most
+    samples (images) per second in each context with a sweep, whether the job fits each
+    context and with what nofile headroom, the /dev/shm to give its containers and whether
+    pin_memory can help. Adds ``guidance`` (with a one-line ``summary``) to the results."""
+    results = dict(results or {})
+    guidance = {'best_num_workers': {}, 'fits': {}, 'shm_size': None, 'pin_memory': ''}
+    parts = []
+    for name, record in sorted((results.get('contexts') or {}).items()):
+        points = [(p.get('samples_per_s') or 0.0, p['num_workers'])
+                  for p in record.get('sweep') or [] if p.get('ok')]
+        if record.get('ok') and record.get('num_workers'):
+            points.append((record.get('samples_per_s') or 0.0, record['num_workers']))
+        if len(points) > 1:
+            rate, workers = max(points)
+            guidance['best_num_workers'][name] = {'num_workers': workers,
+                                                  'per_s': round(rate, 2)}
+            parts.append('%s: num_workers=%d gave the most (%.1f/s)' % (name, workers, rate))
+    cuda = any((r or {}).get('cuda_available') for r in (results.get('contexts') or {}).values())
+    if job:
+        parsed = _parse(job, field)
+        shm = jd.profile(parsed)[1]
+        guidance['shm_size'] = '%dM' % (shm // 1024 ** 2)
+        parts.append('containers need --shm-size %s' % guidance['shm_size'])
+        for name, entry in sorted(((results.get('job') or {}).get('contexts') or {}).items()):
+            guidance['fits'][name] = {'fits': entry['fits'],
+                                      'nofile_headroom': entry.get('nofile_headroom')}
+        if guidance['fits']:
+            parts.append('fits: %s' % ', '.join(
+                '%s %s' % (n, ('yes (%sx nofile)' % f['nofile_headroom'])
+                           if f['fits'] else 'NO')
+                for n, f in sorted(guidance['fits'].items())))
+        if parsed['pin_memory'] and not cuda:
+            guidance['pin_memory'] = ('pin_memory=True pays only with a GPU copy; no GPU was '
+                                      'seen here, so it only pins host memory')
+        elif not parsed['pin_memory'] and cuda:
+            guidance['pin_memory'] = ('a GPU is there: pin_memory=True makes the host-to-GPU '
+                                      'copy asynchronous (memlock: see limits_job)')
+    if guidance['pin_memory']:
+        parts.append(guidance['pin_memory'])
+    guidance['summary'] = '%s: %s' % (results.get('host') or 'host',
+                                      '; '.join(parts) or 'no sweep or job to advise on')
+    results['guidance'] = guidance
+    return results
+
+
 def job_demand(job, field='dataloader_job'):
     """The predicted peaks of a job: fds_main, fds_worker, nofile, threads, processes,
     shm_bytes, pinned_bytes."""
@@ -96,6 +142,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'job_shape': job_shape,
+            'dataloader_check_guidance': dataloader_check_guidance,
             'job_report': job_report,
             'job_demand': job_demand,
             'job_profile': job_profile,

@@ -268,6 +268,89 @@ def build_dataset(data_dir, samples, tensors, elements):
     return True
 
 
+IMAGE_SIZE = (500, 375)      # ImageNet's typical JPEG
+CROP = 224
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+CLASSES = 10
+
+
+def build_images(data_dir, count, seed=0):
+    """An ImageNet-like folder: ``count`` JPEGs of 500x375 (about 100 KB each: a smooth colour
+    field with noise, quality 90) in CLASSES class directories, written once."""
+    import random
+    from PIL import Image
+    marker = os.path.join(data_dir, '.complete')
+    if os.path.exists(marker):
+        return False
+    rng = random.Random(seed)
+    for index in range(count):
+        folder = os.path.join(data_dir, 'class-%02d' % (index % CLASSES))
+        os.makedirs(folder, exist_ok=True)
+        base = Image.new('RGB', (25, 19))
+        base.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256))
+                      for _ in range(25 * 19)])
+        image = Image.blend(base.resize(IMAGE_SIZE, Image.BICUBIC),
+                            Image.effect_noise(IMAGE_SIZE, 60).convert('RGB'), 0.3)
+        path = os.path.join(folder, 'image-%06d.jpg' % index)
+        image.save(path + '.tmp', 'JPEG', quality=90)
+        os.replace(path + '.tmp', path)
+    with open(marker, 'w') as handle:
+        handle.write('%d\n' % count)
+    return True
+
+
+def random_resized_crop(image, rng, size=CROP, scale=(0.08, 1.0), ratio=(3.0 / 4, 4.0 / 3)):
+    """torchvision's RandomResizedCrop, with PIL: a random area and aspect ratio, resized."""
+    import math
+    width, height = image.size
+    area = width * height
+    for _ in range(10):
+        target = area * rng.uniform(*scale)
+        aspect = math.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1])))
+        w = int(round(math.sqrt(target * aspect)))
+        h = int(round(math.sqrt(target / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            left, top = rng.randint(0, width - w), rng.randint(0, height - h)
+            break
+    else:
+        w = h = min(width, height)
+        left, top = (width - w) // 2, (height - h) // 2
+    return image.resize((size, size), box=(left, top, left + w, top + h), resample=2)
+
+
+def make_image_dataset_class(torch):
+    import random
+
+    class ImageFolderDataset(torch.utils.data.Dataset):
+        """PIL decode, random-resized-crop to 224, ImageNet normalisation: (CHW float, label)."""
+
+        def __init__(self, data_dir):
+            self.items = []
+            for label, folder in enumerate(sorted(
+                    d for d in os.listdir(data_dir) if d.startswith('class-'))):
+                for name in sorted(os.listdir(os.path.join(data_dir, folder))):
+                    if name.endswith('.jpg'):
+                        self.items.append((os.path.join(data_dir, folder, name), label))
+            self.mean = torch.tensor(MEAN).view(3, 1, 1)
+            self.std = torch.tensor(STD).view(3, 1, 1)
+            self.rng = random.Random()
+
+        def __len__(self):
+            return len(self.items)
+
+        def __getitem__(self, index):
+            from PIL import Image
+            path, label = self.items[index]
+            with Image.open(path) as image:
+                crop = random_resized_crop(image.convert('RGB'), self.rng)
+            pixels = torch.frombuffer(bytearray(crop.tobytes()), dtype=torch.uint8)
+            tensor = pixels.view(CROP, CROP, 3).permute(2, 0, 1).float().div_(255)
+            return (tensor - self.mean) / self.std, label
+
+    return ImageFolderDataset
+
+
 def make_dataset_class(torch):
     class DiskDataset(torch.utils.data.Dataset):
         """Each item: open the sample file, check its header, decode it into K tensors."""
@@ -323,6 +406,12 @@ def parse_args(argv):
                         type=lambda text: [int(v) for v in text.split(',') if v.strip()],
                         help='after the run, measure again with each of these worker counts '
                              '(comma-separated) for a throughput curve')
+    parser.add_argument('--pipeline', choices=['synthetic', 'images'], default='synthetic',
+                        help='synthetic: files of --tensors-per-sample tiny tensors (descriptor '
+                             'stress); images: an ImageNet-like JPEG folder of --samples images, '
+                             'decoded with PIL, random-resized-crop to 224, normalised')
+    parser.add_argument('--plot-png', default='',
+                        help='with --sweep-workers: draw images/s against num_workers here')
     parser.add_argument('--ranks', type=int, default=1,
                         help='independent rank processes, each with its own DataLoader of '
                              '--num-workers workers (the ranks of a job on one node)')
@@ -346,9 +435,15 @@ def run(args, result):
         torch.multiprocessing.set_sharing_strategy(args.sharing_strategy)
     result['sharing_strategy'] = torch.multiprocessing.get_sharing_strategy()
 
-    result['dataset_built'] = build_dataset(args.data_dir, args.samples,
-                                            args.tensors_per_sample, args.elements)
-    dataset = make_dataset_class(torch)(args.data_dir)
+    result['pipeline'] = args.pipeline
+    if args.pipeline == 'images':
+        result['dataset_built'] = build_images(args.data_dir, args.samples)
+        dataset = make_image_dataset_class(torch)(args.data_dir)
+    else:
+        result['dataset_built'] = build_dataset(args.data_dir, args.samples,
+                                                args.tensors_per_sample, args.elements)
+        dataset = make_dataset_class(torch)(args.data_dir)
+    result['cuda_available'] = bool(torch.cuda.is_available())
     if len(dataset) == 0:
         raise ValueError('%s holds no samples' % args.data_dir)
     workers = args.num_workers or default_workers(args.max_workers)
@@ -365,12 +460,19 @@ def run(args, result):
             except Exception as exc:  # pylint: disable=broad-except
                 point['error'] = ('%s: %s' % (type(exc).__name__, exc))[-500:]
             result['sweep'].append(point)
+        if args.plot_png:
+            try:
+                plot_png(result, args.plot_png)
+                result['plot_png'] = args.plot_png
+            except Exception as exc:  # pylint: disable=broad-except
+                result['plot_png_error'] = '%s: %s' % (type(exc).__name__, exc)
 
 
 def rank_argv(args, index):
     """The command line of rank ``index``: this script with the job's shape, one rank."""
     argv = [sys.executable, os.path.abspath(__file__), '--data-dir', args.data_dir,
-            '--label', '%s-rank%d' % (args.label, index), '--ranks', '1']
+            '--label', '%s-rank%d' % (args.label, index), '--ranks', '1',
+            '--pipeline', args.pipeline]
     for flag, value in (('--samples', args.samples),
                         ('--tensors-per-sample', args.tensors_per_sample),
                         ('--elements', args.elements), ('--num-workers', args.num_workers),
@@ -388,8 +490,11 @@ def run_ranks(args, result):
     whole job: descriptors per process, threads and processes of the job (what the user's
     RLIMIT_NPROC must hold), /dev/shm bytes. Raises when a rank failed."""
     import subprocess
-    result['dataset_built'] = build_dataset(args.data_dir, args.samples,
-                                            args.tensors_per_sample, args.elements)
+    if args.pipeline == 'images':
+        result['dataset_built'] = build_images(args.data_dir, args.samples)
+    else:
+        result['dataset_built'] = build_dataset(args.data_dir, args.samples,
+                                                args.tensors_per_sample, args.elements)
     sampler = FdSampler(count_self=False)
     sampler.start()
     started = time.monotonic()
@@ -432,6 +537,51 @@ def run_ranks(args, result):
             len(failed), len(ranks), failed[0].get('label', 'rank'), failed[0].get('error')))
 
 
+def plot_png(result, path, width=480, height=300):
+    """Samples/s against num_workers (the run and its sweep) as a PNG, drawn with PIL; a failed
+    point is a red cross on the axis."""
+    from PIL import Image, ImageDraw
+    points = [(p['num_workers'], p['samples_per_s'], p['ok']) for p in result.get('sweep', [])]
+    if result.get('num_workers'):
+        points.append((result['num_workers'], result.get('samples_per_s', 0.0), True))
+    points.sort()
+    left, right, top, bottom = 60, 20, 30, 40
+    xs = [x for x, _y, _ok in points] or [0]
+    x_min, x_max = min(xs), max(xs + [min(xs) + 1])
+    y_max = max([y for _x, y, ok in points if ok] + [0.0]) * 1.1 or 1.0
+    image = Image.new('RGB', (width, height), 'white')
+    draw = ImageDraw.Draw(image)
+
+    def px(x):
+        return left + (x - x_min) * (width - left - right) / float(x_max - x_min)
+
+    def py(y):
+        return height - bottom - y * (height - top - bottom) / y_max
+
+    draw.line([(left, top), (left, height - bottom), (width - right, height - bottom)],
+              fill='black')
+    draw.text((left, 8), '%s: %s per second against num_workers' % (
+        result.get('label', ''), 'images' if result.get('pipeline') == 'images' else 'samples'),
+        fill='black')
+    for tick in range(5):
+        value = y_max * tick / 4.0
+        draw.text((4, py(value) - 6), '%.1f' % value, fill='black')
+    good = [(px(x), py(y)) for x, y, ok in points if ok]
+    if len(good) > 1:
+        draw.line(good, fill=(31, 119, 180), width=2)
+    for x, y, ok in points:
+        draw.text((px(x) - 3, height - bottom + 6), str(x), fill='black')
+        if ok:
+            draw.ellipse([px(x) - 3, py(y) - 3, px(x) + 3, py(y) + 3], fill=(31, 119, 180))
+        else:
+            cx, cy = px(x), py(0)
+            draw.line([(cx - 4, cy - 4), (cx + 4, cy + 4)], fill=(214, 39, 40), width=2)
+            draw.line([(cx - 4, cy + 4), (cx + 4, cy - 4)], fill=(214, 39, 40), width=2)
+    tmp = path + '.tmp'
+    image.save(tmp, 'PNG')
+    os.replace(tmp, path)
+
+
 def measure(torch, dataset, args, workers, result):
     """Iterate the dataset with `workers` workers; fill samples/s and the fd peaks into result.
 
@@ -471,6 +621,7 @@ def measure(torch, dataset, args, workers, result):
         result['values_received'] = received
         result['elapsed_s'] = round(elapsed, 3)
         result['samples_per_s'] = round(samples / elapsed, 2) if elapsed > 0 else 0.0
+        result['samples_per_s_per_worker'] = round(result['samples_per_s'] / max(1, workers), 2)
         result['peak_fds_main'] = sampler.peak_main
         result['peak_fds_worker'] = sampler.peak_worker
         result['peak_fds_total'] = sampler.peak_total
