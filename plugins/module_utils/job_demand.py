@@ -86,8 +86,8 @@ def parse_job(job, field='dataloader_job'):
         raise JobError('%s: a mapping of the job shape is needed, not %r' % (field, job))
     unknown = sorted(set(job) - set(FIELDS))
     if unknown:
-        raise JobError('%s: unknown key(s) %s; known: %s' % (field, ', '.join(unknown),
-                                                            ', '.join(FIELDS)))
+        raise JobError('%s: unknown key(s) %s; known: %s'
+                       % (field, ', '.join(unknown), ', '.join(FIELDS)))
     parsed = {}
     for name, default, minimum in COUNTS:
         parsed[name] = _count(job, name, default, minimum, field)

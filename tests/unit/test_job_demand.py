@@ -86,11 +86,11 @@ def test_shortfalls_say_where_and_by_how_much():
 
 def test_guidance_names_best_workers_fit_shm_and_pin_memory():
     from ansible_collections.gpufleet.tuning.plugins.filter import job_shape
-    results = {'host': 'n1', 'contexts': {'login': {
-        'ok': True, 'num_workers': 2, 'samples_per_s': 80.0, 'cuda_available': False,
-        'sweep': [{'num_workers': 1, 'ok': True, 'samples_per_s': 95.0},
-                  {'num_workers': 3, 'ok': False, 'samples_per_s': 0.0}]}},
-        'job': {'contexts': {'login': {'fits': True, 'nofile_headroom': 2.5}}}}
+    login = {'ok': True, 'num_workers': 2, 'samples_per_s': 80.0, 'cuda_available': False,
+             'sweep': [{'num_workers': 1, 'ok': True, 'samples_per_s': 95.0},
+                       {'num_workers': 3, 'ok': False, 'samples_per_s': 0.0}]}
+    results = {'host': 'n1', 'contexts': {'login': login},
+               'job': {'contexts': {'login': {'fits': True, 'nofile_headroom': 2.5}}}}
     out = job_shape.dataloader_check_guidance(results, dict(JOB))
     guidance = out['guidance']
     assert guidance['best_num_workers'] == {'login': {'num_workers': 1, 'per_s': 95.0}}

@@ -289,7 +289,7 @@ def build_images(data_dir, count, seed=0):
         os.makedirs(folder, exist_ok=True)
         base = Image.new('RGB', (25, 19))
         base.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256))
-                      for _ in range(25 * 19)])
+                      for _pixel in range(25 * 19)])
         image = Image.blend(base.resize(IMAGE_SIZE, Image.BICUBIC),
                             Image.effect_noise(IMAGE_SIZE, 60).convert('RGB'), 0.3)
         path = os.path.join(folder, 'image-%06d.jpg' % index)
@@ -305,7 +305,7 @@ def random_resized_crop(image, rng, size=CROP, scale=(0.08, 1.0), ratio=(3.0 / 4
     import math
     width, height = image.size
     area = width * height
-    for _ in range(10):
+    for _attempt in range(10):
         target = area * rng.uniform(*scale)
         aspect = math.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1])))
         w = int(round(math.sqrt(target * aspect)))
