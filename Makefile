@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 molecule test build clean demo demo-test lab-up lab-down bench test-reliability
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability
 
 all: test
 
@@ -90,6 +90,12 @@ bench: setup
 	bash scripts/bootstrap-host.sh
 	$(MAKE) images IMAGES=debian12
 	python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT)
+
+# The job-shape demand model against measurements (benchmarks/job-demand.md); needs a python
+# with torch: make bench-job TORCH_PYTHON=/path/to/python
+bench-job: collection
+	@test -n "$(TORCH_PYTHON)" || { echo "set TORCH_PYTHON to a python with torch"; exit 1; }
+	python3 scripts/bench_job_demand.py --python "$(TORCH_PYTHON)"
 
 # The local lab: three node containers, audit before, tune, audit after (README's first command).
 LAB_INVENTORY := $(ROOT)/build/lab/inventory.yml

@@ -139,3 +139,70 @@ def test_dockerd_restart_pending_while_a_container_runs(host):
     rc, out = run_role(host, limits_profile=BASELINE, limits_contexts=['docker'])
     assert rc == 0, out
     assert container_limits(host)['nofile'] == BASE_NOFILE
+
+
+JOB = {'ranks_per_node': 2, 'num_workers': 2, 'batch_size': 1, 'prefetch_factor': 2,
+       'tensors_per_batch': 2000, 'bytes_per_batch': '8MiB', 'headroom': 1.5}
+
+
+def test_a_bad_job_shape_is_refused_naming_the_field(host, unchanged):
+    """issue 13: zero counts and unknown strategies fail naming the field, before any write."""
+    rc, out = run_role(host, limits_profile=BASELINE, limits_job=dict(JOB, num_workers=0))
+    assert rc == 2, out
+    assert 'limits_job.num_workers: 0 is below 1' in out, out
+    rc, out = run_role(host, limits_profile=BASELINE,
+                       limits_job=dict(JOB, sharing_strategy='file_socket'))
+    assert rc == 2, out
+    assert "limits_job.sharing_strategy: 'file_socket' is not one of" in out, out
+
+
+def test_the_profile_follows_the_job_shape(host):
+    """issue 13.1: limits_job sizes nofile (8068 descriptors a process x 1.5, rounded up to
+    12288), nproc (at least 4096) and Docker's /dev/shm from the job; memlock stays
+    limits_profile's."""
+    rc, out = run_role(host, limits_profile=BASELINE, limits_job=JOB)
+    assert rc == 0, out
+    assert login_limits(host)['nofile'] == Limit(12288, 12288)
+    assert service_limits(host)['nofile'] == Limit(12288, 12288)
+    daemon = host.file('/etc/docker/daemon.json').content_string
+    # 2 ranks x (2 x 2 + 2) batches x (8 MiB + 2000 pages) x 1.5, rounded up to 256 MiB
+    assert '"default-shm-size": "512M"' in daemon, daemon
+    rc, out = run_role(host, limits_profile=BASELINE, limits_docker_shm_size='64M')
+    assert rc == 0, out
+    assert login_limits(host)['nofile'] == BASE_NOFILE
+
+
+LOGIND_DROPIN = '/etc/systemd/logind.conf.d/90-gpufleet-tuning.conf'
+REMOVE_IPC = ('busctl get-property org.freedesktop.login1 /org/freedesktop/login1 '
+              'org.freedesktop.login1.Manager RemoveIPC')
+
+
+def test_logind_remove_ipc_and_linger(host):
+    """issue 13.3: logind's RemoveIPC=yes removes a user's /dev/shm/torch_* when their last
+    session ends. The role says which training users would lose them, and sets RemoveIPC=no
+    or lets users linger where asked."""
+    host.run('useradd -m gpufleet-nolinger')
+    try:
+        assert host.check_output(REMOVE_IPC) == 'b true'
+        rc, out = run_role(host, limits_profile=BASELINE, limits_logind_remove_ipc='check',
+                           limits_linger_users=[])
+        assert rc == 0, out
+        assert 'do not linger' not in out, out            # trainer lingers (prepare.yml)
+        rc, out = run_role(host, limits_profile=BASELINE, limits_logind_remove_ipc='check',
+                           limits_verify_user='gpufleet-nolinger')
+        assert rc == 0, out
+        assert 'RemoveIPC is on (b true) and gpufleet-nolinger do not linger' in out, out
+        rc, out = run_role(host, limits_profile=BASELINE, limits_linger_users=['gpufleet-nolinger'],
+                           limits_verify_user='gpufleet-nolinger',
+                           limits_logind_remove_ipc='check')
+        assert rc == 0, out
+        assert host.file('/var/lib/systemd/linger/gpufleet-nolinger').exists
+        assert 'do not linger' not in out, out
+        rc, out = run_role(host, limits_profile=BASELINE, limits_logind_remove_ipc='no')
+        assert rc == 0, out
+        assert 'RemoveIPC=no' in host.file(LOGIND_DROPIN).content_string
+        assert host.check_output(REMOVE_IPC) == 'b false'
+    finally:
+        host.run('loginctl disable-linger gpufleet-nolinger; userdel -r gpufleet-nolinger; '
+                 'rm -f %s; systemctl restart systemd-logind' % LOGIND_DROPIN)
+    assert host.check_output(REMOVE_IPC) == 'b true'

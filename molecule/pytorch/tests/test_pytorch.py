@@ -109,3 +109,76 @@ def test_a_failed_sweep_point_leaves_no_worker_and_no_shm(host):
     point = record['sweep'][0]
     assert not point['ok'] and 'No space left on device' in point['error'], point
     assert facts == {'rc': '0', 'left': '0', 'shm': '0'}, facts
+
+
+def test_the_job_shape_runs_and_stays_within_the_prediction(host):
+    """issue 13.1/13.2: the check runs the job's shape (2 ranks at once, 2 workers each) in a
+    login session and a service; each context fits, and every measured peak is at or below the
+    demand model's prediction."""
+    name = host.check_output('hostname')
+    with open(os.path.join(RESULTS, 'job', '%s.json' % name)) as handle:
+        data = json.load(handle)
+    job = data['job']
+    assert job['job']['ranks_per_node'] == 2 and job['demand']['processes'] == 6
+    for context in ('login', 'service'):
+        run = data['contexts'][context]
+        assert run['ok'] is True, run['error']
+        assert run['ranks_per_node'] == 2 and len(run['ranks']) == 2
+        assert all(rank['ok'] and rank['num_workers'] == 2 for rank in run['ranks'])
+        entry = job['contexts'][context]
+        assert entry['fits'] is True and entry['short'] == []
+        measured, demand = entry['measured'], job['demand']
+        assert measured['processes'] == demand['processes']
+        assert 0 < measured['fds_main'] <= demand['fds_main']
+        assert 0 < measured['fds_worker'] <= demand['fds_worker']
+        assert 0 < measured['threads'] <= demand['threads']
+        assert 0 < measured['shm_bytes'] <= demand['shm_bytes']
+
+
+@pytest.mark.parametrize('canary, kind, error', [
+    ('shm', 'shm', ('No space left on device', 'Bus error', 'shared memory')),
+    ('nproc', 'nproc', ("can't start new thread", 'Resource temporarily unavailable')),
+])
+def test_a_canary_per_failure_mode_fails_with_the_error_users_see(results, canary, kind, error):
+    """issue 13.3: a 64 MB /dev/shm (Docker's default) and a low nproc each make the DataLoader
+    fail with the error users see; the check itself is trusted only because they fail."""
+    entry = results['canaries'][canary]
+    assert entry['failed'] is True and entry['exhausted'] == kind, entry
+    assert entry['as_expected'] is True
+    assert any(text in entry['error'] for text in error), entry['error']
+
+
+def test_the_shm_canary_passes_once_shm_is_large_enough(results):
+    assert results['canaries']['shm_tuned']['failed'] is False
+    assert results['canaries']['shm_tuned']['as_expected'] is True
+
+
+def test_the_image_pipeline_runs_and_says_the_best_num_workers(host):
+    """issue 13.4/13.5: an ImageNet-like JPEG folder, PIL decode, random-resized-crop to 224,
+    normalisation, with a num_workers sweep: images/s in total and per worker in each context,
+    plotted as SVG and PNG, and the guidance names the num_workers that gave the most."""
+    name = host.check_output('hostname')
+    folder = os.path.join(RESULTS, 'images')
+    with open(os.path.join(folder, '%s.json' % name)) as handle:
+        data = json.load(handle)
+    for context in ('login', 'service'):
+        run = data['contexts'][context]
+        assert run['ok'] is True, run['error']
+        assert run['pipeline'] == 'images' and run['samples'] == 64
+        assert run['samples_per_s'] > 0 and run['samples_per_s_per_worker'] > 0
+    sweep = data['contexts']['login']['sweep']
+    assert [p['num_workers'] for p in sweep] == [1, 3] and all(p['ok'] for p in sweep)
+    best = data['guidance']['best_num_workers']['login']
+    rates = dict((p['num_workers'], p['samples_per_s']) for p in sweep)
+    rates[data['contexts']['login']['num_workers']] = data['contexts']['login']['samples_per_s']
+    assert best['per_s'] == round(max(rates.values()), 2)
+    assert rates[best['num_workers']] == max(rates.values())
+    assert 'num_workers=%d gave the most' % best['num_workers'] in data['guidance']['summary']
+    with open(os.path.join(folder, '%s-throughput.png' % name), 'rb') as handle:
+        assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
+    with open(os.path.join(folder, '%s-throughput.svg' % name)) as handle:
+        assert '<polyline' in handle.read()
+    sizes = host.check_output('find /var/lib/gpufleet/dataloader-check/images-n64 -name "*.jpg" '
+                              '-printf "%s\\n"').split()
+    assert len(sizes) == 64
+    assert 60000 < sum(int(s) for s in sizes) / 64.0 < 160000    # about 100 KB each

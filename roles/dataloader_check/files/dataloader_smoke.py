@@ -31,6 +31,27 @@ FD_ERRORS = (
     'increase the limit using `ulimit -n`',
     'EMFILE',
 )
+# ... out of shared memory (/dev/shm too small: a container's 64 MB default) ...
+SHM_ERRORS = (
+    'No space left on device',
+    'Bus error',
+    'insufficient shared memory',
+    'unable to allocate shared memory',
+)
+# ... and out of processes or threads (RLIMIT_NPROC counts every thread of the user).
+NPROC_ERRORS = (
+    "can't start new thread",
+    'Resource temporarily unavailable',
+    'EAGAIN',
+)
+
+
+def failure_kind(text):
+    """What ran out, from an error's text: 'nofile', 'shm', 'nproc' or '' (something else)."""
+    for kind, markers in (('nofile', FD_ERRORS), ('shm', SHM_ERRORS), ('nproc', NPROC_ERRORS)):
+        if any(marker in text for marker in markers):
+            return kind
+    return ''
 
 
 def read_limits(path='/proc/self/limits'):
@@ -160,31 +181,63 @@ def on_sigterm(signum, frame):  # pylint: disable=unused-argument
     raise Terminated('terminated by signal %d (the run timed out)' % signum)
 
 
-class FdSampler(threading.Thread):
-    """Samples the open descriptors of this process and its children every `interval` s."""
+def count_threads(pid):
+    try:
+        return len(os.listdir('/proc/%d/task' % pid))
+    except OSError:
+        return None
 
-    def __init__(self, interval=0.05):
+
+def shm_used(path='/dev/shm'):
+    """Bytes in use on the /dev/shm file system (None when it cannot be read)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return (stat.f_blocks - stat.f_bfree) * stat.f_frsize
+
+
+class FdSampler(threading.Thread):
+    """Samples, every `interval` s, the open descriptors of this process and of every process
+    below it, the threads of all of them (what RLIMIT_NPROC counts for the user) and the bytes
+    in use in /dev/shm above what was in use when it started."""
+
+    def __init__(self, interval=0.05, count_self=True):
         super().__init__(daemon=True)
         self.interval = interval
+        self.count_self = count_self   # False: a coordinator measures only what it started
         self.pid = os.getpid()
         self.peak_main = 0
         self.peak_worker = 0
         self.peak_total = 0
+        self.peak_threads = 0
+        self.peak_processes = 0
+        self.shm_base = shm_used() or 0
+        self.peak_shm = 0
         self.workers_seen = set()
         self._stop_event = threading.Event()
 
     def sample(self):
         main = count_fds(self.pid) or 0
-        total = main
-        for child in child_pids(self.pid):
+        total = main if self.count_self else 0
+        threads = (count_threads(self.pid) or 0) if self.count_self else 0
+        below = descendants(self.pid)
+        for child in below:
             count = count_fds(child)
             if count is None:
                 continue
             self.workers_seen.add(child)
             self.peak_worker = max(self.peak_worker, count)
             total += count
+            threads += count_threads(child) or 0
         self.peak_main = max(self.peak_main, main)
         self.peak_total = max(self.peak_total, total)
+        self.peak_threads = max(self.peak_threads, threads)
+        self.peak_processes = max(self.peak_processes,
+                                  len(below) + (1 if self.count_self else 0))
+        used = shm_used()
+        if used is not None:
+            self.peak_shm = max(self.peak_shm, used - self.shm_base)
 
     def run(self):
         while not self._stop_event.is_set():
@@ -213,6 +266,89 @@ def build_dataset(data_dir, samples, tensors, elements):
     with open(marker, 'w') as handle:
         handle.write('%d %d %d\n' % (samples, tensors, elements))
     return True
+
+
+IMAGE_SIZE = (500, 375)      # ImageNet's typical JPEG
+CROP = 224
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+CLASSES = 10
+
+
+def build_images(data_dir, count, seed=0):
+    """An ImageNet-like folder: ``count`` JPEGs of 500x375 (about 100 KB each: a smooth colour
+    field with noise, quality 90) in CLASSES class directories, written once."""
+    import random
+    from PIL import Image
+    marker = os.path.join(data_dir, '.complete')
+    if os.path.exists(marker):
+        return False
+    rng = random.Random(seed)
+    for index in range(count):
+        folder = os.path.join(data_dir, 'class-%02d' % (index % CLASSES))
+        os.makedirs(folder, exist_ok=True)
+        base = Image.new('RGB', (25, 19))
+        base.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256))
+                      for _pixel in range(25 * 19)])
+        image = Image.blend(base.resize(IMAGE_SIZE, Image.BICUBIC),
+                            Image.effect_noise(IMAGE_SIZE, 60).convert('RGB'), 0.3)
+        path = os.path.join(folder, 'image-%06d.jpg' % index)
+        image.save(path + '.tmp', 'JPEG', quality=90)
+        os.replace(path + '.tmp', path)
+    with open(marker, 'w') as handle:
+        handle.write('%d\n' % count)
+    return True
+
+
+def random_resized_crop(image, rng, size=CROP, scale=(0.08, 1.0), ratio=(3.0 / 4, 4.0 / 3)):
+    """torchvision's RandomResizedCrop, with PIL: a random area and aspect ratio, resized."""
+    import math
+    width, height = image.size
+    area = width * height
+    for _attempt in range(10):
+        target = area * rng.uniform(*scale)
+        aspect = math.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1])))
+        w = int(round(math.sqrt(target * aspect)))
+        h = int(round(math.sqrt(target / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            left, top = rng.randint(0, width - w), rng.randint(0, height - h)
+            break
+    else:
+        w = h = min(width, height)
+        left, top = (width - w) // 2, (height - h) // 2
+    return image.resize((size, size), box=(left, top, left + w, top + h), resample=2)
+
+
+def make_image_dataset_class(torch):
+    import random
+
+    class ImageFolderDataset(torch.utils.data.Dataset):
+        """PIL decode, random-resized-crop to 224, ImageNet normalisation: (CHW float, label)."""
+
+        def __init__(self, data_dir):
+            self.items = []
+            for label, folder in enumerate(sorted(
+                    d for d in os.listdir(data_dir) if d.startswith('class-'))):
+                for name in sorted(os.listdir(os.path.join(data_dir, folder))):
+                    if name.endswith('.jpg'):
+                        self.items.append((os.path.join(data_dir, folder, name), label))
+            self.mean = torch.tensor(MEAN).view(3, 1, 1)
+            self.std = torch.tensor(STD).view(3, 1, 1)
+            self.rng = random.Random()
+
+        def __len__(self):
+            return len(self.items)
+
+        def __getitem__(self, index):
+            from PIL import Image
+            path, label = self.items[index]
+            with Image.open(path) as image:
+                crop = random_resized_crop(image.convert('RGB'), self.rng)
+            pixels = torch.frombuffer(bytearray(crop.tobytes()), dtype=torch.uint8)
+            tensor = pixels.view(CROP, CROP, 3).permute(2, 0, 1).float().div_(255)
+            return (tensor - self.mean) / self.std, label
+
+    return ImageFolderDataset
 
 
 def make_dataset_class(torch):
@@ -270,6 +406,18 @@ def parse_args(argv):
                         type=lambda text: [int(v) for v in text.split(',') if v.strip()],
                         help='after the run, measure again with each of these worker counts '
                              '(comma-separated) for a throughput curve')
+    parser.add_argument('--pipeline', choices=['synthetic', 'images'], default='synthetic',
+                        help='synthetic: files of --tensors-per-sample tiny tensors (descriptor '
+                             'stress); images: an ImageNet-like JPEG folder of --samples images, '
+                             'decoded with PIL, random-resized-crop to 224, normalised')
+    parser.add_argument('--plot-png', default='',
+                        help='with --sweep-workers: draw images/s against num_workers here')
+    parser.add_argument('--ranks', type=int, default=1,
+                        help='independent rank processes, each with its own DataLoader of '
+                             '--num-workers workers (the ranks of a job on one node)')
+    parser.add_argument('--soft-nproc', type=int, default=0,
+                        help='lower the soft nproc limit (processes and threads of the user) to '
+                             'this first (canary)')
     parser.add_argument('--soft-nofile', type=int, default=0,
                         help='lower the soft nofile limit to this first (canary)')
     return parser.parse_args(argv)
@@ -287,9 +435,15 @@ def run(args, result):
         torch.multiprocessing.set_sharing_strategy(args.sharing_strategy)
     result['sharing_strategy'] = torch.multiprocessing.get_sharing_strategy()
 
-    result['dataset_built'] = build_dataset(args.data_dir, args.samples,
-                                            args.tensors_per_sample, args.elements)
-    dataset = make_dataset_class(torch)(args.data_dir)
+    result['pipeline'] = args.pipeline
+    if args.pipeline == 'images':
+        result['dataset_built'] = build_images(args.data_dir, args.samples)
+        dataset = make_image_dataset_class(torch)(args.data_dir)
+    else:
+        result['dataset_built'] = build_dataset(args.data_dir, args.samples,
+                                                args.tensors_per_sample, args.elements)
+        dataset = make_dataset_class(torch)(args.data_dir)
+    result['cuda_available'] = bool(torch.cuda.is_available())
     if len(dataset) == 0:
         raise ValueError('%s holds no samples' % args.data_dir)
     workers = args.num_workers or default_workers(args.max_workers)
@@ -306,6 +460,126 @@ def run(args, result):
             except Exception as exc:  # pylint: disable=broad-except
                 point['error'] = ('%s: %s' % (type(exc).__name__, exc))[-500:]
             result['sweep'].append(point)
+        if args.plot_png:
+            try:
+                plot_png(result, args.plot_png)
+                result['plot_png'] = args.plot_png
+            except Exception as exc:  # pylint: disable=broad-except
+                result['plot_png_error'] = '%s: %s' % (type(exc).__name__, exc)
+
+
+def rank_argv(args, index):
+    """The command line of rank ``index``: this script with the job's shape, one rank."""
+    argv = [sys.executable, os.path.abspath(__file__), '--data-dir', args.data_dir,
+            '--label', '%s-rank%d' % (args.label, index), '--ranks', '1',
+            '--pipeline', args.pipeline]
+    for flag, value in (('--samples', args.samples),
+                        ('--tensors-per-sample', args.tensors_per_sample),
+                        ('--elements', args.elements), ('--num-workers', args.num_workers),
+                        ('--max-workers', args.max_workers), ('--batch-size', args.batch_size),
+                        ('--prefetch-factor', args.prefetch_factor),
+                        ('--timeout', args.timeout), ('--epochs', args.epochs)):
+        argv += [flag, str(value)]
+    if args.sharing_strategy:
+        argv += ['--sharing-strategy', args.sharing_strategy]
+    return argv
+
+
+def run_ranks(args, result):
+    """Run --ranks rank processes at once, each with its own DataLoader, and measure the
+    whole job: descriptors per process, threads and processes of the job (what the user's
+    RLIMIT_NPROC must hold), /dev/shm bytes. Raises when a rank failed."""
+    import subprocess
+    if args.pipeline == 'images':
+        result['dataset_built'] = build_images(args.data_dir, args.samples)
+    else:
+        result['dataset_built'] = build_dataset(args.data_dir, args.samples,
+                                                args.tensors_per_sample, args.elements)
+    sampler = FdSampler(count_self=False)
+    sampler.start()
+    started = time.monotonic()
+    procs = []
+    try:
+        for index in range(args.ranks):
+            procs.append(subprocess.Popen(rank_argv(args, index), stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, universal_newlines=True))
+        outputs = [proc.communicate() for proc in procs]
+    finally:
+        sampler.stop()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    ranks = []
+    for proc, (out, err) in zip(procs, outputs):
+        lines = [line for line in out.splitlines() if line.startswith('{')]
+        record = json.loads(lines[-1]) if lines else {
+            'ok': False, 'error': 'rank printed no result (exit status %s): %s'
+                                  % (proc.returncode, err.strip()[-300:])}
+        ranks.append(record)
+    elapsed = time.monotonic() - started
+    result['ranks'] = ranks
+    result['elapsed_s'] = round(elapsed, 3)
+    for key in ('torch_version', 'sharing_strategy', 'num_workers'):
+        result[key] = next((r[key] for r in ranks if key in r), None)
+    result['samples'] = sum(r.get('samples', 0) for r in ranks)
+    result['samples_per_s'] = round(sum(r.get('samples_per_s', 0.0) for r in ranks), 2)
+    for key in ('peak_fds_main', 'peak_fds_worker', 'peak_fds'):
+        result[key] = max(r.get(key, 0) for r in ranks)
+    result['peak_fds_total'] = sampler.peak_total
+    result['peak_threads'] = sampler.peak_threads
+    result['peak_processes'] = sampler.peak_processes
+    result['peak_shm_bytes'] = sampler.peak_shm
+    failed = [r for r in ranks if not r.get('ok')]
+    if failed:
+        result['fd_exhausted'] = any(r.get('fd_exhausted') for r in failed)
+        result['exhausted'] = next((r.get('exhausted') for r in failed if r.get('exhausted')), '')
+        raise RuntimeError('%d of %d ranks failed; %s: %s' % (
+            len(failed), len(ranks), failed[0].get('label', 'rank'), failed[0].get('error')))
+
+
+def plot_png(result, path, width=480, height=300):
+    """Samples/s against num_workers (the run and its sweep) as a PNG, drawn with PIL; a failed
+    point is a red cross on the axis."""
+    from PIL import Image, ImageDraw
+    points = [(p['num_workers'], p['samples_per_s'], p['ok']) for p in result.get('sweep', [])]
+    if result.get('num_workers'):
+        points.append((result['num_workers'], result.get('samples_per_s', 0.0), True))
+    points.sort()
+    left, right, top, bottom = 60, 20, 30, 40
+    xs = [x for x, _y, _ok in points] or [0]
+    x_min, x_max = min(xs), max(xs + [min(xs) + 1])
+    y_max = max([y for _x, y, ok in points if ok] + [0.0]) * 1.1 or 1.0
+    image = Image.new('RGB', (width, height), 'white')
+    draw = ImageDraw.Draw(image)
+
+    def px(x):
+        return left + (x - x_min) * (width - left - right) / float(x_max - x_min)
+
+    def py(y):
+        return height - bottom - y * (height - top - bottom) / y_max
+
+    draw.line([(left, top), (left, height - bottom), (width - right, height - bottom)],
+              fill='black')
+    draw.text((left, 8), '%s: %s per second against num_workers' % (
+        result.get('label', ''), 'images' if result.get('pipeline') == 'images' else 'samples'),
+        fill='black')
+    for tick in range(5):
+        value = y_max * tick / 4.0
+        draw.text((4, py(value) - 6), '%.1f' % value, fill='black')
+    good = [(px(x), py(y)) for x, y, ok in points if ok]
+    if len(good) > 1:
+        draw.line(good, fill=(31, 119, 180), width=2)
+    for x, y, ok in points:
+        draw.text((px(x) - 3, height - bottom + 6), str(x), fill='black')
+        if ok:
+            draw.ellipse([px(x) - 3, py(y) - 3, px(x) + 3, py(y) + 3], fill=(31, 119, 180))
+        else:
+            cx, cy = px(x), py(0)
+            draw.line([(cx - 4, cy - 4), (cx + 4, cy + 4)], fill=(214, 39, 40), width=2)
+            draw.line([(cx - 4, cy + 4), (cx + 4, cy - 4)], fill=(214, 39, 40), width=2)
+    tmp = path + '.tmp'
+    image.save(tmp, 'PNG')
+    os.replace(tmp, path)
 
 
 def measure(torch, dataset, args, workers, result):
@@ -347,10 +621,14 @@ def measure(torch, dataset, args, workers, result):
         result['values_received'] = received
         result['elapsed_s'] = round(elapsed, 3)
         result['samples_per_s'] = round(samples / elapsed, 2) if elapsed > 0 else 0.0
+        result['samples_per_s_per_worker'] = round(result['samples_per_s'] / max(1, workers), 2)
         result['peak_fds_main'] = sampler.peak_main
         result['peak_fds_worker'] = sampler.peak_worker
         result['peak_fds_total'] = sampler.peak_total
         result['peak_fds'] = max(sampler.peak_main, sampler.peak_worker)
+        result['peak_threads'] = sampler.peak_threads
+        result['peak_processes'] = sampler.peak_processes
+        result['peak_shm_bytes'] = sampler.peak_shm
         result['workers_seen'] = len(sampler.workers_seen)
     expected = len(dataset) * args.epochs
     if samples != expected:
@@ -360,10 +638,11 @@ def measure(torch, dataset, args, workers, result):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGTERM, on_sigterm)
-    if args.soft_nofile:
-        import resource
-        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        resource.setrlimit(resource.RLIMIT_NOFILE, (args.soft_nofile, hard))
+    import resource
+    for value, which in ((args.soft_nofile, resource.RLIMIT_NOFILE),
+                         (args.soft_nproc, resource.RLIMIT_NPROC)):
+        if value:
+            resource.setrlimit(which, (value, resource.getrlimit(which)[1]))
     limits = read_limits()
     result = {
         'label': args.label,
@@ -381,12 +660,19 @@ def main(argv=None):
         'ok': False,
         'error': '',
         'fd_exhausted': False,
+        'exhausted': '',
         'samples_per_s': 0.0,
         'peak_fds': 0,
     }
     status = 0
     try:
-        run(args, result)
+        if args.ranks < 1:
+            raise ValueError('--ranks must be at least 1')
+        result['ranks_per_node'] = args.ranks
+        if args.ranks > 1:
+            run_ranks(args, result)
+        else:
+            run(args, result)
         result['ok'] = True
     except ImportError as exc:
         result['error'] = 'cannot import torch: %s' % exc
@@ -397,8 +683,9 @@ def main(argv=None):
         text = '%s: %s' % (type(exc).__name__, exc)
         result['error'] = text.strip()[-2000:]
         result['traceback'] = traceback.format_exc()[-4000:]
-        result['fd_exhausted'] = any(marker in text or marker in result['traceback']
-                                     for marker in FD_ERRORS)
+        result['exhausted'] = result.get('exhausted') or failure_kind(
+            text + '\n' + result['traceback'])
+        result['fd_exhausted'] = result['exhausted'] == 'nofile'
         status = 1
     # whatever happened (an error, a time-out), no worker outlives the run
     left = reap_workers()

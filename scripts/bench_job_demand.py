@@ -1,0 +1,131 @@
+"""Predicted against measured: the job-shape demand model (plugins/module_utils/job_demand.py)
+against the DataLoader check's own measurement of the same shape.
+
+Runs roles/dataloader_check/files/dataloader_smoke.py with each shape (ranks, workers, prefetch,
+tensors, batch) under a python with torch, and writes benchmarks/job-demand.md and .json: for
+each shape the predicted and measured peak descriptors of a main process and of a worker, the
+job's threads and processes, and its /dev/shm bytes, with measured / predicted.
+
+    python3 scripts/bench_job_demand.py --python /path/to/python-with-torch
+
+The smoke script's main process computes nothing, so the prediction uses intra_op_threads 0 and
+extra_threads 1 (its own descriptor sampler thread).
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
+from ansible_collections.gpufleet.tuning.plugins.module_utils import job_demand  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, 'roles', 'dataloader_check', 'files', 'dataloader_smoke.py')
+ELEMENTS = 4
+# ranks, workers, prefetch, tensors per sample (= per collated batch), batch size
+SHAPES = [
+    (1, 2, 2, 2000, 1),
+    (1, 4, 2, 2000, 1),
+    (1, 1, 4, 1000, 1),
+    (1, 3, 3, 800, 4),
+    (2, 2, 2, 1000, 2),
+    (3, 2, 3, 500, 2),
+]
+
+
+def job_of(shape):
+    ranks, workers, prefetch, tensors, batch = shape
+    return job_demand.parse_job(dict(
+        ranks_per_node=ranks, num_workers=workers, prefetch_factor=prefetch,
+        tensors_per_batch=tensors, batch_size=batch,
+        bytes_per_batch=tensors * ELEMENTS * 4 * batch, intra_op_threads=0, extra_threads=1))
+
+
+def measure(python, shape, workdir):
+    ranks, workers, prefetch, tensors, batch = shape
+    argv = [python, '-W', 'ignore', SCRIPT, '--data-dir',
+            os.path.join(workdir, 'k%d' % tensors), '--samples', '24',
+            '--tensors-per-sample', str(tensors), '--elements', str(ELEMENTS),
+            '--num-workers', str(workers), '--prefetch-factor', str(prefetch),
+            '--batch-size', str(batch), '--ranks', str(ranks), '--epochs', '2']
+    started = time.monotonic()
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=900, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith('{')]
+    if not lines:
+        raise SystemExit('no result for %s: %s' % (shape, proc.stderr[-2000:]))
+    record = json.loads(lines[-1])
+    if not record['ok']:
+        raise SystemExit('shape %s failed: %s' % (shape, record['error']))
+    record['wall_s'] = round(time.monotonic() - started, 2)
+    return record
+
+
+PAIRS = [('fds_main', 'peak_fds_main'), ('fds_worker', 'peak_fds_worker'),
+         ('threads', 'peak_threads'), ('processes', 'peak_processes'),
+         ('shm_bytes', 'peak_shm_bytes')]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--python', default=os.environ.get('TORCH_PYTHON', sys.executable))
+    parser.add_argument('--out', default=os.path.join(ROOT, 'benchmarks', 'job-demand'))
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for shape in SHAPES:
+            job = job_of(shape)
+            need = job_demand.demand(job)
+            got = measure(args.python, shape, workdir)
+            row = dict(shape=dict(zip(('ranks', 'workers', 'prefetch', 'tensors', 'batch'),
+                                      shape)), predicted={}, measured={}, ratio={},
+                       wall_s=got['wall_s'], samples_per_s=got['samples_per_s'])
+            for key, measured in PAIRS:
+                # the job's threads: the prediction includes the user's other threads
+                predicted = need[key] - (job_demand.BASE_USER_THREADS if key == 'threads'
+                                         else 0)
+                row['predicted'][key] = predicted
+                row['measured'][key] = got[measured]
+                row['ratio'][key] = round(got[measured] / float(predicted), 3)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    torch_version = got.get('torch_version')
+    with open(args.out + '.json', 'w') as handle:
+        json.dump(dict(machine=platform.node(), cpus=os.cpu_count(), torch=torch_version,
+                       rows=rows), handle, indent=2)
+        handle.write('\n')
+    lines = ['# Job-shape demand model: predicted against measured', '',
+             'Written by `scripts/bench_job_demand.py` (torch %s, %d CPUs). Each row runs the '
+             'DataLoader check with that shape (%d float32 values per tensor, 24 samples, 2 '
+             'epochs) and compares its peaks with `job_demand.demand()` for the same shape. '
+             'measured / predicted must stay at or below 1: the model is an upper bound.'
+             % (torch_version, os.cpu_count(), ELEMENTS), '',
+             '| ranks | workers | prefetch | tensors/batch | batch | fds main (pred / meas) | '
+             'fds worker | threads | processes | /dev/shm MiB | max meas/pred |',
+             '| ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- | ---: |']
+    for row in rows:
+        cells = []
+        for key, _measured in PAIRS:
+            pred, meas = row['predicted'][key], row['measured'][key]
+            if key == 'shm_bytes':
+                pred, meas = pred / 1024.0 ** 2, meas / 1024.0 ** 2
+                cells.append('%.1f / %.1f' % (pred, meas))
+            else:
+                cells.append('%d / %d' % (pred, meas))
+        shape = row['shape']
+        lines.append('| %d | %d | %d | %d | %d | %s | %.2f |' % (
+            shape['ranks'], shape['workers'], shape['prefetch'], shape['tensors'],
+            shape['batch'], ' | '.join(cells), max(row['ratio'].values())))
+    with open(args.out + '.md', 'w') as handle:
+        handle.write('\n'.join(lines) + '\n')
+    worst = max(max(r['ratio'].values()) for r in rows)
+    print('worst measured/predicted: %.3f' % worst)
+    return 0 if worst <= 1.0 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
