@@ -18,11 +18,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daem
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
-
-ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
 
 class InfoError(changes.Failure):
@@ -225,7 +223,7 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
     result = dict(changed=False, path=path, config=config, problems=problems,
                   unit_flags=dj.unit_flags(unit), containerd=containerd_limits())
     if running:
-        result['running_containers'] = runtime_plan.running_containers(
+        result['running_containers'] = runtime_live.running_containers(
             host, {dj.LIVE_RESTORE_KEY: config['live_restore']})
     return result
 

@@ -16,41 +16,12 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError, read_bytes
-
-C_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
 
 def _text(raw):
     return raw.decode('utf-8', 'surrogateescape') if raw is not None else None
-
-
-def container_count(host, runtime):
-    """How many containers ``runtime`` (docker, podman) runs; None when it cannot say."""
-    binary = host.get_bin_path(runtime)
-    if not binary:
-        return None
-    rc, out, _err = host.run_command([binary, 'ps', '-q'], environ_update=C_ENV)
-    if rc != 0:
-        return None
-    return len([line for line in out.splitlines() if line.strip()])
-
-
-def running_containers(host, config):
-    """{count, live_restore} from the docker CLI, falling back to daemon.json for live_restore.
-
-    ``host``: the AnsibleModule (run_command, get_bin_path)."""
-    count = container_count(host, 'docker')
-    live_restore = None
-    docker = host.get_bin_path('docker')
-    if docker:
-        rc, out, _err = host.run_command(
-            [docker, 'info', '--format', '{{json .LiveRestoreEnabled}}'], environ_update=C_ENV)
-        if rc == 0 and out.strip() in ('true', 'false'):
-            live_restore = out.strip() == 'true'
-    if live_restore is None:
-        live_restore = bool(config.get(dj.LIVE_RESTORE_KEY, False))
-    return {'count': count, 'live_restore': live_restore}
 
 
 def guard(requested, params, result, ceiling, warnings):
@@ -136,7 +107,7 @@ def probe_containers(change, host, policy='always'):
     ``policy``: the restart policy the caller follows (``when_idle`` and ``never`` defer the
     restart instead of stopping containers, and the warning says so)."""
     result = change.result
-    result['running_containers'] = running_containers(host, change.config)
+    result['running_containers'] = runtime_live.running_containers(host, change.config)
     count = result['running_containers']['count']
     if not change.changed or not count or result['running_containers']['live_restore']:
         return
@@ -201,7 +172,7 @@ def plan_podman(params, host, ceiling=None):
         warnings.append('%s sets %s too and is read after %s, so it replaces this value'
                         % (place, key, path))
 
-    result['running_containers'] = {'count': container_count(host, 'podman'),
+    result['running_containers'] = {'count': runtime_live.container_count(host, 'podman'),
                                     'live_restore': None}
     change = changes.Change(path, result, doc.text if raw is not None else None,
                             new_text, changed=changed)

@@ -35,6 +35,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 
 WHITESPACE = ' \t\n\r'
@@ -309,12 +311,18 @@ class ConfFile(object):
 
 # --- names and paths ---------------------------------------------------------------------
 
+def unit_name(name):
+    """``docker`` -> ``docker.service`` (a name without a unit type is a service); no checks."""
+    if '.' not in name.rsplit('@', 1)[-1] or name.endswith('@'):
+        name = name + '.service'
+    return name
+
+
 def normalize_unit(name):
     """``docker`` -> ``docker.service``; refuses names systemd would refuse or cannot limit."""
     if not isinstance(name, str) or not name:
         raise ConfError('unit: a unit name is required')
-    if '.' not in name.rsplit('@', 1)[-1] or name.endswith('@'):
-        name = name + '.service'
+    name = unit_name(name)
     if '/' in name or not _UNIT_NAME_RE.match(name):
         raise ConfError('unit: %r is not a unit name that takes Limit*= settings (service, '
                         'socket, mount or swap)' % name)
@@ -413,6 +421,11 @@ def unit_files(unit, root=''):
         for name in unit_names(unit):
             dirs.append('%s/%s.d' % (directory, name))
     return fragment, list_dropins(dirs, root)
+
+
+def unit_exists(unit, root=''):
+    """Is there a file named ``unit`` in the unit search path?"""
+    return any(os.path.exists(root + os.path.join(d, unit)) for d in UNIT_DIRS)
 
 
 def read_conf(path, root=''):
@@ -620,23 +633,9 @@ def limits_dict(limits):
 
 # --- reading the running systemd (``run`` is module.run_command or subprocess) ------------------
 
-_LIVE_ENV = {'LANG': 'C', 'LC_ALL': 'C', 'SYSTEMD_PAGER': '', 'SYSTEMD_COLORS': '0'}
-
-
-def live_env():
-    return dict(_LIVE_ENV)
-
-
 def systemd_running(root=''):
     """sd_booted(): systemd is PID 1."""
     return os.path.isdir(root + '/run/systemd/system')
-
-
-def user_command(user, uid, args):
-    """Run ``args`` as ``user`` against their user manager's private socket
-    ($XDG_RUNTIME_DIR/systemd/private): works without a user D-Bus (no dbus-user-session)
-    and without systemd-machined, unlike ``systemctl --user --machine=USER@``."""
-    return ['runuser', '-u', user, '--', 'env', 'XDG_RUNTIME_DIR=/run/user/%d' % uid] + args
 
 
 def manager_live(run, scope=SYSTEM, user=None, uid=None):
@@ -649,7 +648,7 @@ def manager_live(run, scope=SYSTEM, user=None, uid=None):
     properties = show_properties(model.RLIMIT_ITEMS, MANAGER_PREFIX)
     args += ['show', '--property=' + ','.join(properties)]
     if scope == USER:
-        args = user_command(user, uid, args)
+        args = commands.as_user(user, uid, args)
     rc, out, err = run(args)
     if rc != 0:
         return None, (err or out or 'systemctl failed with %s' % rc).strip()
@@ -705,11 +704,7 @@ def unit_live(run, unit, root=''):
 
 
 def _proc_limits(pid, root=''):
-    try:
-        with open('%s/proc/%d/limits' % (root, pid)) as handle:
-            return model.parse_proc_limits(handle.read())
-    except (IOError, OSError):
-        return None
+    return host_limits.proc_limits(pid, root) or None
 
 
 def is_active(state):

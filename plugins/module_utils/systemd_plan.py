@@ -11,6 +11,7 @@ __metaclass__ = type
 import os
 import pwd
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
@@ -81,7 +82,7 @@ def expected_values(request, resolution):
 def live_check(run, result, scope, unit, expected, changed):
     """Fill reexec_required, daemon_reload_required and restart_required from the live system."""
     def run_live(args):
-        return run(args, environ_update=sdconf.live_env())
+        return run(args, environ_update=commands.live_env())
 
     running = sdconf.systemd_running()
     if scope == sdconf.SYSTEM:

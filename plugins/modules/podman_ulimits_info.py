@@ -103,6 +103,7 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
@@ -125,7 +126,7 @@ def main():
             module.fail_json(msg='image: the podman command is not installed', **result)
         command = [podman] + module.params['global_options'] + ['run', '--rm'] \
             + module.params['run_options'] + ['--', image] + dj.PROBE_COMMAND
-        rc, out, err = module.run_command(command, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+        rc, out, err = module.run_command(command, environ_update=commands.c_env())
         if rc != 0:
             module.fail_json(msg='image: %s failed (rc %d): %s'
                              % (' '.join(command), rc, (err or out).strip()), **result)
