@@ -13,6 +13,7 @@ import os
 import pwd
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
@@ -196,7 +197,7 @@ def containerd_limits():
         if comm == 'containerd':
             limits = host_limits.proc_limits(pid)
             if limits:
-                return {'pid': int(pid), 'limits': dj.limits_result(limits)}
+                return {'pid': int(pid), 'limits': ctl.limits_result(limits)}
     return {}
 
 
@@ -213,7 +214,7 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
         config['live_restore'] = bool(data.get(dj.LIVE_RESTORE_KEY, False))
         limits = dj.read_ulimits(data, text, path)
         sources = dict((name, dj.where(text, (dj.ULIMITS_KEY, name), path)) for name in limits)
-        config['default_ulimits'] = dj.limits_result(limits, sources)
+        config['default_ulimits'] = ctl.limits_result(limits, sources)
         shm = dj.read_shm_size(data, text, path)
         if shm is not None:
             config['shm_size'] = {'value': data[dj.SHM_KEY], 'bytes': shm,
@@ -223,8 +224,7 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
     result = dict(changed=False, path=path, config=config, problems=problems,
                   unit_flags=dj.unit_flags(unit), containerd=containerd_limits())
     if running:
-        result['running_containers'] = runtime_live.running_containers(
-            host, {dj.LIVE_RESTORE_KEY: config['live_restore']})
+        result['running_containers'] = runtime_live.running_containers(host, config['live_restore'])
     return result
 
 
@@ -233,7 +233,7 @@ def podman_report():
     found = cc.effective()
     limits = dict((name, limit) for name, (limit, _src) in found['default_ulimits'].items())
     sources = dict((name, src) for name, (_limit, src) in found['default_ulimits'].items())
-    config = {'default_ulimits': dj.limits_result(limits, sources), 'shm_size': None}
+    config = {'default_ulimits': ctl.limits_result(limits, sources), 'shm_size': None}
     if found['shm_size'] is not None:
         config['shm_size'] = {'bytes': found['shm_size'][0], 'source': found['shm_size'][1]}
     return dict(changed=False, files=found['files'], config=config, problems=found['problems'])

@@ -2,13 +2,13 @@
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The container runtimes as they run: how many containers, and dockerd's live-restore.
-Read-only; used by the planners (runtime_plan), the reports (info) and the docker context."""
+Read-only; used by the planners (docker_plan, podman_plan), the reports (info) and the docker
+context."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 
 
 def container_count(host, runtime):
@@ -22,8 +22,9 @@ def container_count(host, runtime):
     return len([line for line in out.splitlines() if line.strip()])
 
 
-def running_containers(host, config):
-    """{count, live_restore} from the docker CLI, falling back to daemon.json for live_restore.
+def running_containers(host, live_restore_file=False):
+    """{count, live_restore} from the docker CLI, falling back to ``live_restore_file`` (what
+    daemon.json says) for live_restore.
 
     ``host``: the AnsibleModule (run_command, get_bin_path)."""
     count = container_count(host, 'docker')
@@ -36,5 +37,5 @@ def running_containers(host, config):
         if rc == 0 and out.strip() in ('true', 'false'):
             live_restore = out.strip() == 'true'
     if live_restore is None:
-        live_restore = bool(config.get(dj.LIVE_RESTORE_KEY, False))
+        live_restore = bool(live_restore_file)
     return {'count': count, 'live_restore': live_restore}

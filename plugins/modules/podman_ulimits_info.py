@@ -104,7 +104,7 @@ problems:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
 
@@ -125,16 +125,16 @@ def main():
         if not podman:
             module.fail_json(msg='image: the podman command is not installed', **result)
         command = [podman] + module.params['global_options'] + ['run', '--rm'] \
-            + module.params['run_options'] + ['--', image] + dj.PROBE_COMMAND
+            + module.params['run_options'] + ['--', image] + ctl.PROBE_COMMAND
         rc, out, err = module.run_command(command, environ_update=commands.c_env())
         if rc != 0:
             module.fail_json(msg='image: %s failed (rc %d): %s'
                              % (' '.join(command), rc, (err or out).strip()), **result)
-        live_limits, shm = dj.parse_probe(out)
+        live_limits, shm = ctl.parse_probe(out)
         if not live_limits:
             module.fail_json(msg='image: no /proc/self/limits in the output of %s: %s'
                              % (' '.join(command), out.strip()[:500]), **result)
-        result['live'] = {'image': image, 'limits': dj.limits_result(live_limits),
+        result['live'] = {'image': image, 'limits': ctl.limits_result(live_limits),
                           'shm_size': shm}
     module.exit_json(**result)
 

@@ -118,5 +118,22 @@ def test_read_only_reports_load_no_planner():
             '             if m.startswith("ansible_collections.gpufleet.tuning.plugins.'
             'module_utils.")))\n' % os.path.join(ROOT, 'build', 'collections'))
     loaded = subprocess.check_output([sys.executable, '-c', code], universal_newlines=True)
-    for planner in ('pam_limits_plan', 'systemd_plan', 'runtime_plan', 'profile_plan'):
+    for planner in ('pam_limits_plan', 'systemd_plan', 'runtime_plan', 'docker_plan',
+                    'podman_plan', 'profile_plan'):
         assert "'%s'" % planner not in loaded, loaded
+
+
+def loaded_by(*modules):
+    code = ('import sys\n'
+            'sys.path.insert(0, %r)\n' % os.path.join(ROOT, 'build', 'collections')
+            + ''.join('import ansible_collections.gpufleet.tuning.plugins.module_utils.%s\n' % m
+                      for m in modules)
+            + 'print(sorted(m.rsplit(".", 1)[1] for m in sys.modules\n'
+              '             if m.startswith("ansible_collections.gpufleet.tuning.plugins.'
+              'module_utils.")))\n')
+    return subprocess.check_output([sys.executable, '-c', code], universal_newlines=True)
+
+
+def test_podman_code_does_not_load_dockers_module():
+    loaded = loaded_by('podman_plan', 'containers_conf')
+    assert "'docker_daemon_json'" not in loaded and "'docker_plan'" not in loaded, loaded

@@ -87,11 +87,11 @@ class Docker(Context):
         return sdconf.unit_exists(UNIT, root)
 
     def plans(self, request, host, ceiling):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
 
         def plan():
             # running containers are asked for only when a restart is due (owed)
-            return runtime_plan.plan_docker(dict(
+            return docker_plan.plan_docker(dict(
                 ulimits=request.profile, shm_size=request.docker_shm_size, purge=False,
                 path=request.paths[self.path_option], unit=UNIT, probe_containers=False,
                 force=request.force), host, ceiling)
@@ -111,13 +111,13 @@ class Docker(Context):
     def owed(self, actions, state, host, policy):
         if not actions['docker']:
             return []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
         change = state.get('docker_change')
         if change is not None:
-            runtime_plan.probe_containers(change, host, policy)
+            docker_plan.probe_containers(change, host, policy)
             running = change.result['running_containers']
         else:
-            running = runtime_live.running_containers(host, {})
+            running = runtime_live.running_containers(host)
         actions['running_containers'] = running
         return [(UNIT, docker_busy(running) if policy == 'when_idle' else '')]
 

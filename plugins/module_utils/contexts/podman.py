@@ -31,10 +31,10 @@ class Podman(Context):
         return any(os.path.exists(root + os.path.join(d, 'podman')) for d in PATH_DIRS)
 
     def plans(self, request, host, ceiling):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
 
         def plan():
-            return runtime_plan.plan_podman(dict(
+            return podman_plan.plan_podman(dict(
                 ulimits=request.profile, shm_size=None, purge=False,
                 path=request.paths[self.path_option], force=request.force), host, ceiling)
         return [(self.name, plan)]
