@@ -14,15 +14,18 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 
 
-class Failure(Exception):
-    """A guard or read error: ``msg`` for fail_json and the result fields known so far."""
+class Failure(errors.Error):
+    """What a module fails with: ``msg`` for fail_json and the result fields known so far.
+    ``kind`` says why (errors.KINDS): a guard's refusal unless the cause says otherwise."""
 
-    def __init__(self, msg, result=None, **extra):
-        super(Failure, self).__init__(msg)
-        self.msg = msg
+    kind = errors.REFUSED
+
+    def __init__(self, msg, result=None, kind=None, **extra):
+        super(Failure, self).__init__(msg, kind=kind)
         self.result = dict(result or {})
         self.result.update(extra)
 

@@ -27,6 +27,7 @@ import os
 import re
 from collections import OrderedDict
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
 
@@ -39,8 +40,10 @@ MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containe
 DROPIN_DIRS = ('/usr/share/containers/containers.conf.d', '/etc/containers/containers.conf.d')
 
 
-class TomlError(ValueError):
+class TomlError(errors.Error, ValueError):
     """A value or structure we cannot read; the message names file:line:column."""
+
+    kind = errors.UNPARSABLE
 
 
 def line_col(text, pos):

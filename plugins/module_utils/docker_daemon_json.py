@@ -31,6 +31,7 @@ import json
 import re
 from collections import OrderedDict
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
@@ -44,8 +45,10 @@ FLAGS = {ULIMITS_KEY: '--default-ulimit', SHM_KEY: '--default-shm-size'}
 # systemd's unit search path for system units, highest precedence first.
 
 
-class DaemonJsonError(ValueError):
+class DaemonJsonError(errors.Error, ValueError):
     """daemon.json content or a unit file we refuse to act on. The message names the place."""
+
+    kind = errors.UNPARSABLE
 
 
 # --- daemon.json ----------------------------------------------------------------------------

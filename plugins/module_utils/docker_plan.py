@@ -10,6 +10,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
@@ -27,13 +28,13 @@ def plan_docker(params, host, ceiling=None):
     try:
         requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
     except model.LimitError as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
 
     # 2. The file as it is.
     try:
         raw, data = dj.read(path)
     except (dj.DaemonJsonError, FileError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     text = runtime_plan.text(raw) or ''
 
     # 3. The plan.
@@ -57,7 +58,7 @@ def plan_docker(params, host, ceiling=None):
         if requested is not None:
             requested = ctl.complete_limits(requested, current, 'ulimits')
     except (dj.DaemonJsonError, model.LimitError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     runtime_plan.guard(requested, params, result, ceiling, warnings)
 
     new = dj.merge(data, requested, shm_size, params['purge'])

@@ -42,3 +42,9 @@ class Error(Exception):
 
     def __str__(self):
         return str(self.msg)
+
+
+def kind_of(exc):
+    """The kind of any exception: its own for an :class:`Error`, ``host`` for the rest
+    (IOError, OSError: the host could not do it)."""
+    return exc.kind if isinstance(exc, Error) else HOST

@@ -11,6 +11,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
@@ -20,8 +21,10 @@ HEADER = ('# Managed by gpufleet.tuning.pam_limits: resource limits for login se
           '# Lines for other domains and items, and comments, are kept as they are.\n')
 
 
-class PlanError(Exception):
+class PlanError(errors.Error):
     """Input that cannot be planned; the message names the entry and field."""
+
+    kind = errors.BAD_INPUT
 
 
 class Entry(object):
@@ -322,7 +325,7 @@ def plan_change(params, ceiling=None):
     try:
         entries = parse_entries(params['limits'], params['state'])
     except PlanError as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     result['entries'] = [e.as_dict() for e in entries]
 
     errors, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), params['force'])
@@ -337,7 +340,7 @@ def plan_change(params, ceiling=None):
         files = read_layout(params['limits_conf'], params['limits_dir'], path)
         current = safe_file.read_bytes(path)
     except (safe_file.FileError, IOError, OSError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     for limits_file in files:
         result['invalid'].extend(line.as_dict() for line in limits_file.invalid())
     warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in result['invalid'])
@@ -361,7 +364,7 @@ def plan_change(params, ceiling=None):
     try:
         new_text = plan_file(current_text, entries, params['state'], params['exclusive'])
     except PlanError as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
 
     changed = not (current_text is None and (params['state'] == 'absent' or not new_text)
                    or current_text is not None and new_text == current_text)

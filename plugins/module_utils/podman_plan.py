@@ -10,6 +10,7 @@ __metaclass__ = type
 from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
@@ -26,7 +27,7 @@ def plan_podman(params, host, ceiling=None):
     try:
         requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
     except model.LimitError as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
 
     try:
         raw = read_bytes(path)
@@ -54,7 +55,7 @@ def plan_podman(params, host, ceiling=None):
             values[cc.SHM_KEY] = cc.render_string(cc.format_shm_size(shm_size))
         new_text = cc.set_values(doc.text, cc.TABLE, values, path) if values else doc.text
     except (cc.TomlError, model.LimitError, FileError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
 
     new_doc = cc.scan(new_text, path)
     shm_entry = new_doc.get(cc.TABLE, cc.SHM_KEY)

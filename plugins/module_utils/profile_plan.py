@@ -69,7 +69,8 @@ def plan_profile(params, host):
         try:
             change = plan()
         except changes.Failure as exc:
-            raise changes.Failure('%s: %s' % (label, exc.msg), context=label, **exc.result)
+            raise changes.Failure('%s: %s' % (label, exc.msg), context=label, kind=exc.kind,
+                                  **exc.result)
         planned.append((label, change))
     for label, change in planned:
         if change.changed:

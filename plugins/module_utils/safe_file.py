@@ -18,9 +18,13 @@ import shutil
 import tempfile
 import time
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 
-class FileError(Exception):
+
+class FileError(errors.Error):
     """A file that cannot be read or written; the message names the path."""
+
+    kind = errors.HOST
 
 
 def read_bytes(path):

@@ -36,6 +36,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 
@@ -68,8 +69,10 @@ _UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9:_.\\@-]+\.(service|socket|mount|swap)$'
 HEADER = ('# Managed by gpufleet.tuning.systemd_limits. Lines the module does not own are kept.\n')
 
 
-class ConfError(ValueError):
+class ConfError(errors.Error, ValueError):
     """A request or a file the editor cannot handle; the message names the field or file:line."""
+
+    kind = errors.UNPARSABLE
 
 
 # --- text --------------------------------------------------------------------------------------

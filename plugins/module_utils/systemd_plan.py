@@ -13,6 +13,7 @@ import pwd
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
@@ -158,7 +159,7 @@ def plan_change(params, run, ceiling=None):
             check_unit(unit)
         request = parse_request(params['limits'], state)
     except (model.LimitError, sdconf.ConfError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     if state == 'present':
         result['limits'] = sdconf.limits_dict(request)
 
@@ -177,7 +178,7 @@ def plan_change(params, run, ceiling=None):
         else:
             resolution = sdconf.resolve_manager(scope, overlay=overlay, extra=path)
     except (safe_file.FileError, sdconf.ConfError, model.LimitError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     result['configured'] = resolution.configured()
     result['invalid'] = resolution.invalid
     warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in resolution.invalid)

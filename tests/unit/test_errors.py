@@ -1,0 +1,43 @@
+"""One error hierarchy: every error of module_utils is an errors.Error with a kind."""
+import pytest
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+
+
+@pytest.mark.parametrize('cls,kind', [
+    (model.LimitError, errors.BAD_INPUT),
+    (pam_limits_plan.PlanError, errors.BAD_INPUT),
+    (sdconf.ConfError, errors.UNPARSABLE),
+    (cc.TomlError, errors.UNPARSABLE),
+    (dj.DaemonJsonError, errors.UNPARSABLE),
+    (safe_file.FileError, errors.HOST),
+    (effective.ProbeError, errors.HOST),
+    (changes.Failure, errors.REFUSED),
+])
+def test_every_error_is_an_error_with_a_kind(cls, kind):
+    exc = cls('x.y: wrong')
+    assert isinstance(exc, errors.Error) and exc.kind == kind in errors.KINDS
+    assert str(exc) == exc.msg == 'x.y: wrong'
+
+
+def test_value_errors_stay_value_errors():
+    for cls in (model.LimitError, sdconf.ConfError, cc.TomlError, dj.DaemonJsonError):
+        assert issubclass(cls, ValueError)
+
+
+def test_a_failure_keeps_the_kind_of_its_cause():
+    try:
+        model.get_item('nofiles', 'profile.nofiles')
+    except model.LimitError as exc:
+        failure = changes.Failure(str(exc), {'path': '/x'}, kind=errors.kind_of(exc))
+    assert failure.kind == errors.BAD_INPUT and failure.result == {'path': '/x'}
+    assert failure.msg.startswith('profile.nofiles: ')
+    assert errors.kind_of(OSError('disk')) == errors.HOST
