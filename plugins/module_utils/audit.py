@@ -105,6 +105,10 @@ def source_of(context, configured, actual=None, blocked=None):
         if soft.endswith(' (clamped to hard)'):
             return 'hard: %s (soft %s clamped to it)' % (hard, soft[:-len(' (clamped to hard)')])
         if soft and hard and soft != hard:
+            soft_file, _sep, soft_line = soft.rpartition(':')
+            hard_file, _sep, hard_line = hard.rpartition(':')
+            if soft_file == hard_file and soft_line.isdigit() and hard_line.isdigit():
+                return '%s:%s (soft), :%s (hard)' % (soft_file, soft_line, hard_line)
             return 'soft: %s; hard: %s' % (soft, hard)
         return soft or hard
     where = _where(configured)

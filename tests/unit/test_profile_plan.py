@@ -170,3 +170,11 @@ def test_audit_names_the_login_line_pam_limits_cannot_apply():
     assert text.endswith('so the session kept its defaults')
     assert audit.source_of('login', configured['nproc'], {'soft': 4096, 'hard': 4096},
                            blocked) == '/d/90-gpufleet-tuning.conf:2'
+
+
+def test_audit_source_of_a_soft_and_a_hard_line():
+    same = {'soft': 1, 'hard': 2, 'soft_source': '/d/90.conf:3', 'hard_source': '/d/90.conf:4'}
+    assert audit.source_of('login', same, {'soft': 1, 'hard': 2}) == '/d/90.conf:3 (soft), :4 (hard)'
+    other = dict(same, hard_source='/d/80-site.conf:1')
+    assert audit.source_of('login', other, {'soft': 1, 'hard': 2}) == (
+        'soft: /d/90.conf:3; hard: /d/80-site.conf:1')
