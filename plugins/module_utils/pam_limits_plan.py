@@ -119,14 +119,14 @@ def parse_entries(raw_entries, state):
 
 def check_ceilings(entries, ceiling, force=False):
     """Guards against values that cannot apply. Returns (errors, forced_warnings)."""
-    errors = []
+    refused = []
     warnings = []
     for entry in entries:
         if entry.limit is None or not entry.item.is_rlimit:
             continue
         if entry.item.name == 'nofile' and ceiling.nr_open \
                 and model.exceeds(entry.limit.hard, ceiling.nr_open):
-            errors.append('%s: hard nofile %s is above fs.nr_open (%d): the kernel refuses it and '
+            refused.append('%s: hard nofile %s is above fs.nr_open (%d): the kernel refuses it and '
                           'login sessions would fail or lose all their limits'
                           % (entry.where, entry.limit.hard, ceiling.nr_open))
             continue
@@ -141,9 +141,9 @@ def check_ceilings(entries, ceiling, force=False):
             if force:
                 warnings.append(message + ' (written anyway: force=true)')
             else:
-                errors.append(message + '; lower it, or set force=true (limits role: '
+                refused.append(message + '; lower it, or set force=true (limits role: '
                               'limits_force: true)')
-    return errors, warnings
+    return refused, warnings
 
 
 def _lines_value(lines, nr_open=None):
@@ -328,9 +328,9 @@ def plan_change(params, ceiling=None):
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     result['entries'] = [e.as_dict() for e in entries]
 
-    errors, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), params['force'])
-    if errors:
-        raise changes.Failure('; '.join(errors), result, errors=errors)
+    refused, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), params['force'])
+    if refused:
+        raise changes.Failure('; '.join(refused), result, errors=refused)
     warnings = forced + wildcard_root_warnings(entries)
     if not target_is_read(path, params['limits_conf'], params['limits_dir']):
         warnings.append('%s is not read by pam_limits (only %s and %s/*.conf are)'

@@ -163,10 +163,10 @@ def plan_change(params, run, ceiling=None):
     if state == 'present':
         result['limits'] = sdconf.limits_dict(request)
 
-    errors, warnings = check_guards(request if state == 'present' else None,
-                                    ceiling or host_limits.Ceiling(), params['force'])
-    if errors:
-        raise changes.Failure('; '.join(errors), result, errors=errors)
+    refused, warnings = check_guards(request if state == 'present' else None,
+                                     ceiling or host_limits.Ceiling(), params['force'])
+    if refused:
+        raise changes.Failure('; '.join(refused), result, errors=refused)
 
     try:
         current = safe_file.read_bytes(path)

@@ -41,3 +41,16 @@ def test_a_failure_keeps_the_kind_of_its_cause():
     assert failure.kind == errors.BAD_INPUT and failure.result == {'path': '/x'}
     assert failure.msg.startswith('profile.nofiles: ')
     assert errors.kind_of(OSError('disk')) == errors.HOST
+
+
+def test_a_planner_failure_after_its_guards_carries_the_kind_of_its_cause(tmp_path):
+    """The path is a directory: reading it fails after the ceiling guards ran."""
+    target = tmp_path / 'limits.d' / 'x.conf'
+    target.mkdir(parents=True)
+    params = dict(limits=[dict(domain='*', item='nofile', value=1024)], path=str(target),
+                  state='present', exclusive=False, on_conflict='fail', force=False,
+                  mode='0644', limits_conf=str(tmp_path / 'limits.conf'),
+                  limits_dir=str(tmp_path / 'limits.d'))
+    with pytest.raises(changes.Failure) as info:
+        pam_limits_plan.plan_change(params)
+    assert info.value.kind == errors.HOST, info.value.msg
