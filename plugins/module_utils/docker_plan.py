@@ -19,8 +19,10 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_pla
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
 
 
-def plan_docker(params, host, ceiling=None):
-    """The docker_ulimits plan. ``params``: ulimits, shm_size, purge, path, unit, force."""
+def plan_docker(params, host, ceiling=None, probe=True):
+    """The docker_ulimits plan. ``params``: the module's ulimits, shm_size, purge, path, unit,
+    force. ``probe``: ask dockerd for its running containers now (limits_profile asks only
+    when a restart is due)."""
     path = params['path']
     result = dict(changed=False, path=path, restart_required=False)
 
@@ -81,7 +83,7 @@ def plan_docker(params, host, ceiling=None):
     change = changes.Change(path, result, runtime_plan.text(raw), new_text, changed=changed)
     change.warnings = warnings
     change.config = new
-    if params.get('probe_containers', True):
+    if probe:
         probe_containers(change, host)
     return change
 

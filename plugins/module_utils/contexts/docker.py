@@ -93,8 +93,8 @@ class Docker(Context):
             # running containers are asked for only when a restart is due (owed)
             return docker_plan.plan_docker(dict(
                 ulimits=request.profile, shm_size=request.docker_shm_size, purge=False,
-                path=request.paths[self.path_option], unit=UNIT, probe_containers=False,
-                force=request.force), host, ceiling)
+                path=request.paths[self.path_option], unit=UNIT, force=request.force),
+                host, ceiling, probe=False)
         return [(self.name, plan)]
 
     def act(self, change, actions, state, host):

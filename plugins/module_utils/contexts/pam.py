@@ -16,20 +16,6 @@ LIMITS_CONF = '/etc/security/limits.conf'
 LIMITS_DIR = '/etc/security/limits.d'
 
 
-def pam_entries(profile, domains):
-    """The profile as pam_limits entries: one per domain and item."""
-    entries = []
-    for domain in domains:
-        for item, value in profile.items():
-            entry = dict(domain=domain, item=item, value=None, soft=None, hard=None)
-            if isinstance(value, dict):
-                entry.update(value)     # keys checked by model.parse_profile before this
-            else:
-                entry['value'] = value
-            entries.append(entry)
-    return entries
-
-
 class Pam(Context):
     name = 'pam'
     probe = 'login'
@@ -43,14 +29,19 @@ class Pam(Context):
         return os.path.isdir(root + '/etc/security')
 
     def plans(self, request, host, ceiling):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
         from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
 
         def plan():
-            return pam_limits_plan.plan_change(dict(
-                limits=pam_entries(request.profile, request.domains),
-                path=request.paths[self.path_option], state='present', exclusive=False,
-                mode='0644', limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR,
-                on_conflict=request.on_conflict, force=request.force), ceiling)
+            path = request.paths[self.path_option]
+            try:
+                entries = pam_limits_plan.profile_entries(request.limits, request.domains)
+            except pam_limits_plan.PlanError as exc:
+                raise changes.Failure(str(exc), pam_limits_plan.new_result(path),
+                                      kind=exc.kind)
+            return pam_limits_plan.plan_entries(
+                entries, path, on_conflict=request.on_conflict, force=request.force,
+                limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, ceiling=ceiling)
         return [(self.name, plan)]
 
     def probe_command(self, user, uid, params):
