@@ -16,6 +16,7 @@ import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 
 class Failure(errors.Error):
@@ -41,7 +42,7 @@ class Change(object):
         self.changed = (new != current) if changed is None else changed
         self.mode = mode
         self.warnings = []
-        self.encode = _encode
+        self.encode = text_codec.encode_text
 
     def diff(self):
         return dict(before=self.current or '', after=self.new or '',
@@ -82,10 +83,6 @@ class Change(object):
                 os.unlink(self.path)
         else:
             safe_file.write_atomic(self.path, self.encode(self.current), mode=self.mode)
-
-
-def _encode(text):
-    return text.encode('utf-8', 'surrogateescape')
 
 
 def finish(module, change, backup=False):

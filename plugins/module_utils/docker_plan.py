@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daem
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
 
 
@@ -37,7 +38,7 @@ def plan_docker(params, host, ceiling=None, probe=True):
         raw, data = dj.read(path)
     except (dj.DaemonJsonError, FileError) as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
-    text = runtime_plan.text(raw) or ''
+    text = text_codec.decode_bytes(raw) or ''
 
     # 3. The plan.
     warnings = []
@@ -76,11 +77,11 @@ def plan_docker(params, host, ceiling=None, probe=True):
             {'key': key, 'flag': flag, 'source': source} for key, flag, source in conflicts])
 
     changed = new != data
-    new_text = runtime_plan.text(dj.render(new)) if changed else runtime_plan.text(raw)
+    new_text = text_codec.decode_bytes(dj.render(new)) if changed else text_codec.decode_bytes(raw)
     result['default_ulimits'] = new.get(dj.ULIMITS_KEY, {})
     result['default_shm_size'] = new.get(dj.SHM_KEY)
     result['restart_required'] = changed
-    change = changes.Change(path, result, runtime_plan.text(raw), new_text, changed=changed)
+    change = changes.Change(path, result, text_codec.decode_bytes(raw), new_text, changed=changed)
     change.warnings = warnings
     change.config = new
     if probe:

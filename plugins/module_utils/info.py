@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_mode
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
 
 
@@ -210,7 +211,7 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
     try:
         raw, data = dj.read(path)
         config['exists'] = raw is not None
-        text = raw.decode('utf-8', 'surrogateescape') if raw is not None else ''
+        text = text_codec.decode_bytes(raw) or ''
         config['live_restore'] = bool(data.get(dj.LIVE_RESTORE_KEY, False))
         limits = dj.read_ulimits(data, text, path)
         sources = dict((name, dj.where(text, (dj.ULIMITS_KEY, name), path)) for name in limits)

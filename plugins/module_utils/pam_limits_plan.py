@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 HEADER = ('# Managed by gpufleet.tuning.pam_limits: resource limits for login sessions.\n'
           '# Lines for other domains and items, and comments, are kept as they are.\n')
@@ -412,7 +413,7 @@ def plan_entries(entries, path, state='present', exclusive=False, on_conflict='f
                                                 'limits_on_conflict: warn)', result)
             warnings.append(message)
 
-    current_text = None if current is None else conf.decode_bytes(current)
+    current_text = text_codec.decode_bytes(current)
     try:
         new_text = plan_file(current_text, entries, state, exclusive)
     except PlanError as exc:

@@ -2,17 +2,13 @@
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the container runtimes' planners (docker_plan, podman_plan) share: the guard against
-values no new container could start with, and the text codec of their files."""
+values no new container could start with."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
-
-
-def text(raw):
-    return raw.decode('utf-8', 'surrogateescape') if raw is not None else None
 
 
 def guard(requested, params, result, ceiling, warnings):

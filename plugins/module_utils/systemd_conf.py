@@ -39,6 +39,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 WHITESPACE = ' \t\n\r'
 COMMENTS = '#;'
@@ -76,15 +77,6 @@ class ConfError(errors.Error, ValueError):
 
 
 # --- text --------------------------------------------------------------------------------------
-
-def decode_bytes(data):
-    """File bytes -> text that encodes back to the same bytes (invalid UTF-8 included)."""
-    return data.decode('utf-8', 'surrogateescape')
-
-
-def encode_text(text):
-    return text.encode('utf-8', 'surrogateescape')
-
 
 def _strip(text):
     return text.strip(WHITESPACE)
@@ -440,7 +432,7 @@ def read_conf(path, root=''):
         if getattr(exc, 'errno', None) == 2:
             return None
         raise ConfError('%s: cannot read: %s' % (path, getattr(exc, 'strerror', None) or exc))
-    return ConfFile.parse(decode_bytes(data), path)
+    return ConfFile.parse(text_codec.decode_bytes(data), path)
 
 
 # --- resolution ------------------------------------------------------------------------

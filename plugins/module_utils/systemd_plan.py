@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 
 def parse_request(limits, state):
@@ -170,7 +171,7 @@ def plan_change(params, run, ceiling=None):
 
     try:
         current = safe_file.read_bytes(path)
-        current_text = None if current is None else sdconf.decode_bytes(current)
+        current_text = text_codec.decode_bytes(current)
         new_text = sdconf.plan_edit(current_text, section, prefix, request, state, path)
         overlay = {path: new_text}
         if unit:

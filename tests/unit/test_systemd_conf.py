@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 U = m.UNLIMITED
 L = m.Limit
@@ -41,8 +42,8 @@ def test_round_trip_of_any_text(text):
 
 @given(st.binary())
 def test_round_trip_of_any_bytes(data):
-    text = sc.decode_bytes(data)
-    assert sc.encode_text(sc.ConfFile.parse(text).render()) == data
+    text = text_codec.decode_bytes(data)
+    assert text_codec.encode_text(sc.ConfFile.parse(text).render()) == data
 
 
 @settings(max_examples=60)
