@@ -33,7 +33,7 @@ from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
 
 DAEMON_JSON = '/etc/docker/daemon.json'
@@ -302,7 +302,7 @@ def merge(data, ulimits=None, shm_size=None, purge=False):
 def unit_files(unit='docker.service', root=''):
     """The unit file (or None) and its drop-ins, in the order systemd reads them: systemd's
     own unit search path (systemd_conf.unit_files), so that every unit directory counts."""
-    fragment, dropins = sdconf.unit_files(unit, root)
+    fragment, dropins = sdpaths.unit_files(unit, root)
     return ([fragment] if fragment else []) + dropins
 
 

@@ -24,7 +24,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 
 # Contexts in report order (the registry's). ``unit:NAME`` contexts (a running unit's main
 # process) come after.
@@ -33,7 +33,7 @@ CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
 
 
 def unit_context(unit):
-    return registry.UNIT_PREFIX + sdconf.unit_name(unit)
+    return registry.UNIT_PREFIX + sdpaths.unit_name(unit)
 
 
 def parse_probe(text, where):
@@ -245,7 +245,7 @@ def probe(host, params):
         plan.append((context, command,
                      lambda r=record, c=command: r.run_probe(prober, user, uid, c)))
     for unit in params['units']:
-        unit = sdconf.unit_name(unit)
+        unit = sdpaths.unit_name(unit)
         command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
         plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
 

@@ -19,7 +19,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
 
 CONTEXTS = registry.CONFIGURED
@@ -217,9 +217,9 @@ def actions(planned, host, policy='when_idle'):
 
 
 def running_user_managers(host):
-    if not sdconf.systemd_running():
+    if not sdlive.systemd_running():
         return []
 
     def run(args):
         return host.run_command(args, environ_update=commands.live_env())
-    return [unit for unit, _uid in sdconf.running_user_managers(run)]
+    return [unit for unit, _uid in sdlive.running_user_managers(run)]

@@ -253,7 +253,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 
 
 def login_baseline(module, user):
@@ -286,7 +286,7 @@ def main():
             backup=dict(type='bool', default=False),
             baseline_user=dict(type='str'),
             pam_path=dict(type='path', default=pp.DEFAULTS['pam_path']),
-            dropin=dict(type='str', default=sdconf.DROPIN_NAME),
+            dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
             docker_daemon_json=dict(type='path', default=pp.DEFAULTS['docker_daemon_json']),
             podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
         ),

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 
@@ -18,7 +18,7 @@ class Containerd(Context):
     files = ('/etc/systemd/system/containerd.service.d/*.conf',)
 
     def detect(self, root=''):
-        return sdconf.unit_exists('containerd.service', root)
+        return sdpaths.unit_exists('containerd.service', root)
 
 
 CONTEXT = Containerd()

@@ -16,7 +16,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 DAEMON_JSON = dj.DAEMON_JSON
@@ -84,7 +84,7 @@ class Docker(Context):
     fallback = 'inherited from containerd'
 
     def detect(self, root=''):
-        return sdconf.unit_exists(UNIT, root)
+        return sdpaths.unit_exists(UNIT, root)
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan

@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 
@@ -29,15 +30,15 @@ class SystemdSystem(Context):
     name = 'systemd_system'
     probe = 'service'
     files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')
-    target = sdconf.dropin_path(sdconf.SYSTEM, None, sdconf.DROPIN_NAME)
+    target = sdpaths.dropin_path(sdpaths.SYSTEM, None, sdpaths.DROPIN_NAME)
     session = True
     fallback = "systemd's built-in default"
 
     def detect(self, root=''):
-        return sdconf.systemd_running(root)
+        return sdlive.systemd_running(root)
 
     def plans(self, request, host, ceiling):
-        return plan_manager(self.name, sdconf.SYSTEM, request, host, ceiling)
+        return plan_manager(self.name, sdpaths.SYSTEM, request, host, ceiling)
 
     def act(self, change, actions, state, host):
         actions['reexec'] = bool(change.result.get('reexec_required'))
@@ -47,7 +48,7 @@ class SystemdSystem(Context):
 
     def report(self, auditor):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-        return info.systemd_report(auditor.run, sdconf.SYSTEM, None, auditor.units)
+        return info.systemd_report(auditor.run, sdpaths.SYSTEM, None, auditor.units)
 
     def audit_probe(self, report, auditor):
         return True

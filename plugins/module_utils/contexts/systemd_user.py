@@ -10,7 +10,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts.systemd_system import (
     plan_manager)
@@ -20,16 +21,16 @@ class SystemdUser(Context):
     name = 'systemd_user'
     probe = 'user_manager'
     files = ('/etc/systemd/user.conf', '/etc/systemd/user.conf.d/*.conf')
-    target = sdconf.dropin_path(sdconf.USER, None, sdconf.DROPIN_NAME)
+    target = sdpaths.dropin_path(sdpaths.USER, None, sdpaths.DROPIN_NAME)
     session = True
     restart_rank = 2
     fallback = "the user manager's own limits"
 
     def detect(self, root=''):
-        return sdconf.systemd_running(root) and sdconf.unit_exists('user@.service', root)
+        return sdlive.systemd_running(root) and sdpaths.unit_exists('user@.service', root)
 
     def plans(self, request, host, ceiling):
-        return plan_manager(self.name, sdconf.USER, request, host, ceiling)
+        return plan_manager(self.name, sdpaths.USER, request, host, ceiling)
 
     def act(self, change, actions, state, host):
         actions['user_managers'] = list(change.result.get('restart_required') or [])
@@ -48,7 +49,7 @@ class SystemdUser(Context):
 
     def report(self, auditor):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-        return info.systemd_report(auditor.run, sdconf.USER, auditor.user)
+        return info.systemd_report(auditor.run, sdpaths.USER, auditor.user)
 
     def audit_probe(self, report, auditor):
         # probed only when the user's manager runs (systemd_report saw it)

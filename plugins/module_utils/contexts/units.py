@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 PREFIX = 'unit:'
@@ -27,7 +27,7 @@ def unit_list(units, contexts):
              for unit in context.units]
     result = []
     for name in list(units or []) + named:
-        name = sdconf.unit_name(name)
+        name = sdpaths.unit_name(name)
         if name not in result:
             result.append(name)
     return result
