@@ -13,6 +13,7 @@ from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 
+
 def complete_limits(requested, current, where='ulimits'):
     """Docker and Podman need soft and hard: a side the request leaves out (None) is taken from
     the ``current`` entry; with no current entry it is an error naming the field."""

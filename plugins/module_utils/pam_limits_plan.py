@@ -167,8 +167,8 @@ def check_ceilings(entries, ceiling, force=False):
         if entry.item.name == 'nofile' and ceiling.nr_open \
                 and model.exceeds(entry.limit.hard, ceiling.nr_open):
             refused.append('%s: hard nofile %s is above fs.nr_open (%d): the kernel refuses it and '
-                          'login sessions would fail or lose all their limits'
-                          % (entry.where, entry.limit.hard, ceiling.nr_open))
+                           'login sessions would fail or lose all their limits'
+                           % (entry.where, entry.limit.hard, ceiling.nr_open))
             continue
         top, reason = ceiling.hard_ceiling(entry.item)
         if top is not None and model.exceeds(entry.limit.hard, top):
@@ -182,7 +182,7 @@ def check_ceilings(entries, ceiling, force=False):
                 warnings.append(message + ' (written anyway: force=true)')
             else:
                 refused.append(message + '; lower it, or set force=true (limits role: '
-                              'limits_force: true)')
+                               'limits_force: true)')
     return refused, warnings
 
 

@@ -439,5 +439,3 @@ def plan_edit(text, section, prefix, limits, state, path=None):
     if not conf.has_assignments():
         return None
     return conf.render()
-
-

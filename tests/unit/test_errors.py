@@ -24,7 +24,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_con
 ])
 def test_every_error_is_an_error_with_a_kind(cls, kind):
     exc = cls('x.y: wrong')
-    assert isinstance(exc, errors.Error) and exc.kind == kind in errors.KINDS
+    assert isinstance(exc, errors.Error) and exc.kind == kind and kind in errors.KINDS
     assert str(exc) == exc.msg == 'x.y: wrong'
 
 
@@ -34,10 +34,9 @@ def test_value_errors_stay_value_errors():
 
 
 def test_a_failure_keeps_the_kind_of_its_cause():
-    try:
+    with pytest.raises(model.LimitError) as info:
         model.get_item('nofiles', 'profile.nofiles')
-    except model.LimitError as exc:
-        failure = changes.Failure(str(exc), {'path': '/x'}, kind=errors.kind_of(exc))
+    failure = changes.Failure(str(info.value), {'path': '/x'}, kind=errors.kind_of(info.value))
     assert failure.kind == errors.BAD_INPUT and failure.result == {'path': '/x'}
     assert failure.msg.startswith('profile.nofiles: ')
     assert errors.kind_of(OSError('disk')) == errors.HOST

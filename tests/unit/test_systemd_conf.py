@@ -277,11 +277,11 @@ def test_unit_precedence(tmp_path):
 
 def test_live_limits_from_show():
     props = sdlive.parse_show('DefaultLimitNOFILE=524288\nDefaultLimitNOFILESoft=1024\n'
-                          'DefaultLimitMEMLOCK=infinity\nDefaultLimitMEMLOCKSoft=infinity\n')
+                              'DefaultLimitMEMLOCK=infinity\nDefaultLimitMEMLOCKSoft=infinity\n')
     assert sdlive.live_limits(props, 'DefaultLimit') == {'nofile': L(1024, 524288),
-                                                     'memlock': L(U, U)}
+                                                         'memlock': L(U, U)}
     assert sdlive.differing({'nofile': L(1024, 524288), 'nproc': L(1, 1)},
-                        sdlive.live_limits(props, 'DefaultLimit')) == ['nproc']
+                            sdlive.live_limits(props, 'DefaultLimit')) == ['nproc']
 
 
 def test_set_after_a_dangling_continuation_ends_it_first():
