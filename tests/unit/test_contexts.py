@@ -137,3 +137,27 @@ def loaded_by(*modules):
 def test_podman_code_does_not_load_dockers_module():
     loaded = loaded_by('podman_plan', 'containers_conf')
     assert "'docker_daemon_json'" not in loaded and "'docker_plan'" not in loaded, loaded
+
+
+def documented_choices(path, option):
+    """The choices of ``option`` in a module's DOCUMENTATION or a role's argument_specs."""
+    import ast
+    import yaml
+    with open(os.path.join(ROOT, path)) as handle:
+        text = handle.read()
+    if path.endswith('.py'):
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.Assign) and node.targets[0].id == 'DOCUMENTATION':
+                return yaml.safe_load(node.value.value)['options'][option]['choices']
+    return yaml.safe_load(text)['argument_specs']['main']['options'][option]['choices']
+
+
+def test_the_documented_choices_are_the_registrys():
+    """Ansible needs them as static YAML: a new context adds its name there too, and this test
+    says where it was forgotten."""
+    assert documented_choices('plugins/modules/limits_profile.py', 'contexts') == \
+        registry.CONFIGURED
+    assert documented_choices('roles/limits/meta/argument_specs.yml', 'limits_contexts') == \
+        registry.CONFIGURED
+    assert documented_choices('plugins/modules/effective_limits.py', 'contexts') == \
+        registry.PROBED
