@@ -10,32 +10,34 @@ __metaclass__ = type
 import pwd
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
 
-# Where a value comes from when no file sets it.
-FALLBACK = {
-    'login': 'no limits line (inherited from the login service)',
-    'service': "systemd's built-in default",
-    'user_manager': "the user manager's own limits",
-    'docker': 'inherited from containerd',
-    'podman': "Podman's built-in default",
-}
-UNIT_FALLBACK = 'the unit or manager default'
+# Where a value comes from when no file sets it (the registry's texts, by probed context).
+FALLBACK = dict((c.probe, c.fallback) for c in registry.REGISTRY if c.probe)
+UNIT_FALLBACK = registry.owner(registry.UNIT_PREFIX).fallback
+
+# The file the limits role writes for each configured context.
+TARGETS = [(c.name, c.target) for c in registry.REGISTRY if c.name and c.target]
 
 
-TARGETS = [
-    ('pam', profile_plan.DEFAULTS['pam_path']),
-    ('systemd_system', sdconf.dropin_path(sdconf.SYSTEM, None, sdconf.DROPIN_NAME)),
-    ('systemd_user', sdconf.dropin_path(sdconf.USER, None, sdconf.DROPIN_NAME)),
-    ('docker', profile_plan.DEFAULTS['docker_daemon_json']),
-    ('podman', profile_plan.DEFAULTS['podman_dropin']),
-]
+class Auditor(object):
+    """What the contexts' reports need: the module, the user, the units, the contexts present
+    and the audit's parameters."""
+
+    def __init__(self, host, params, present):
+        self.host = host
+        self.params = params
+        self.user = params['user']
+        self.units = params['units']
+        self.present = present
+
+    def run(self, args):
+        return self.host.run_command(args, environ_update=commands.live_env())
 
 
 def unwritable(present):
@@ -154,34 +156,24 @@ def audit(host, params):
     except KeyError:
         raise AuditError('user: %s does not exist on this host' % user, result)
 
-    def run(args):
-        return host.run_command(args, environ_update=sdconf.live_env())
-
-    warnings = []
-    try:
-        pam = info.pam_report(dict(user=user, limits_conf=conf.LIMITS_CONF,
-                                   limits_dir=conf.LIMITS_DIR, root_wildcards='auto'))
-        system, errors = info.systemd_report(run, 'system', None, params['units'])
-        warnings.extend(errors)
-        user_scope, errors = info.systemd_report(run, 'user', user)
-        warnings.extend(errors)
-    except info.InfoError as exc:
-        raise AuditError(exc.msg, result)
-    present = profile_plan.detect_contexts()
+    present = registry.detect()
     result['present'] = present
     result['unwritable'] = unwritable(present)
-    docker = info.docker_report(host, running=False) if 'docker' in present else None
-    podman = info.podman_report() if 'podman' in present else None
-    if docker:
-        warnings.extend('daemon.json: %s' % p for p in docker['problems'])
-
-    contexts = ['login', 'service']
-    if user in user_scope['user_managers']:    # the user's manager runs (systemd_report saw it)
-        contexts.append('user_manager')
-    if docker is not None and params['docker_image']:
-        contexts.append('docker')
-    if podman is not None and params['podman_image']:
-        contexts.append('podman')
+    auditor = Auditor(host, params, present)
+    warnings = []
+    reports = {}
+    contexts = []
+    try:
+        for record in registry.REGISTRY:
+            if record.probe is None:
+                continue
+            report, found = record.report(auditor)
+            warnings.extend(found)
+            reports[record.probe] = report
+            if record.audit_probe(report, auditor):
+                contexts.append(record.probe)
+    except info.InfoError as exc:
+        raise AuditError(exc.msg, result)
     try:
         probed = effective.probe(host, dict(
             contexts=contexts, user=user, docker_image=params['docker_image'],
@@ -190,19 +182,16 @@ def audit(host, params):
     except effective.ProbeFailure as exc:
         raise AuditError(exc.msg, result)
 
-    configured = {
-        'login': pam.get('effective') or {},
-        'service': system['manager'].get('configured') or {},
-        'user_manager': user_scope['manager'].get('configured') or {},
-        'docker': (docker or {}).get('config', {}).get('default_ulimits') or {},
-        'podman': (podman or {}).get('config', {}).get('default_ulimits') or {},
-    }
+    configured = dict((probe, registry.probed(probe).configured(report))
+                      for probe, report in reports.items())
+    system = reports[registry.named('systemd_system').probe]
     for unit, report in system['units'].items():
         configured[effective.unit_context(unit)] = report.get('configured') or {}
     result.update(
         contexts=probed['contexts'], errors=probed['errors'], gaps=probed['gaps'],
         table=probed['table'], ceilings=probed['ceilings'], expected=probed['expected'],
-        pam_invalid=pam['invalid'], systemd_pending=system['pending'],
+        pam_invalid=reports[registry.named('pam').probe]['invalid'],
+        systemd_pending=system['pending'],
         rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
-                  unappliable(configured['login'], host_limits.Ceiling())))
+                  unappliable(configured[registry.named('pam').probe], host_limits.Ceiling())))
     return result, warnings

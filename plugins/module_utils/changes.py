@@ -14,15 +14,19 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 
-class Failure(Exception):
-    """A guard or read error: ``msg`` for fail_json and the result fields known so far."""
+class Failure(errors.Error):
+    """What a module fails with: ``msg`` for fail_json and the result fields known so far.
+    ``kind`` says why (errors.KINDS): a guard's refusal unless the cause says otherwise."""
 
-    def __init__(self, msg, result=None, **extra):
-        super(Failure, self).__init__(msg)
-        self.msg = msg
+    kind = errors.REFUSED
+
+    def __init__(self, msg, result=None, kind=None, **extra):
+        super(Failure, self).__init__(msg, kind=kind)
         self.result = dict(result or {})
         self.result.update(extra)
 
@@ -38,7 +42,7 @@ class Change(object):
         self.changed = (new != current) if changed is None else changed
         self.mode = mode
         self.warnings = []
-        self.encode = _encode
+        self.encode = text_codec.encode_text
 
     def diff(self):
         return dict(before=self.current or '', after=self.new or '',
@@ -79,10 +83,6 @@ class Change(object):
                 os.unlink(self.path)
         else:
             safe_file.write_atomic(self.path, self.encode(self.current), mode=self.mode)
-
-
-def _encode(text):
-    return text.encode('utf-8', 'surrogateescape')
 
 
 def finish(module, change, backup=False):

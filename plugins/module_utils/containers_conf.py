@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """containers.conf (Podman, Buildah; CRI-O's crio.conf has the same shape): just enough TOML.
 
@@ -27,6 +27,7 @@ import os
 import re
 from collections import OrderedDict
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
 
@@ -39,8 +40,10 @@ MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containe
 DROPIN_DIRS = ('/usr/share/containers/containers.conf.d', '/etc/containers/containers.conf.d')
 
 
-class TomlError(ValueError):
+class TomlError(errors.Error, ValueError):
     """A value or structure we cannot read; the message names file:line:column."""
+
+    kind = errors.UNPARSABLE
 
 
 def line_col(text, pos):

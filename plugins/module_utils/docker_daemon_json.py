@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Docker's daemon.json and docker.service: read, merge, render, detect conflicting flags.
 
@@ -27,13 +27,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import glob
 import json
-import os
 import re
 from collections import OrderedDict
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
 
 DAEMON_JSON = '/etc/docker/daemon.json'
@@ -43,12 +43,12 @@ LIVE_RESTORE_KEY = 'live-restore'
 FLAGS = {ULIMITS_KEY: '--default-ulimit', SHM_KEY: '--default-shm-size'}
 
 # systemd's unit search path for system units, highest precedence first.
-UNIT_DIRS = ('/etc/systemd/system', '/run/systemd/system', '/usr/local/lib/systemd/system',
-             '/usr/lib/systemd/system', '/lib/systemd/system')
 
 
-class DaemonJsonError(ValueError):
+class DaemonJsonError(errors.Error, ValueError):
     """daemon.json content or a unit file we refuse to act on. The message names the place."""
+
+    kind = errors.UNPARSABLE
 
 
 # --- daemon.json ----------------------------------------------------------------------------
@@ -299,30 +299,11 @@ def merge(data, ulimits=None, shm_size=None, purge=False):
 
 # --- docker.service --------------------------------------------------------------------------
 
-def _unit_file(unit, root):
-    for directory in UNIT_DIRS:
-        path = os.path.join(directory, unit)
-        if os.path.isfile(root + path):
-            return path
-    return None
-
-
-def _dropins(unit, root):
-    """Drop-in paths of ``unit`` in the order systemd applies them (by file name; the directory
-    of higher precedence wins for equal names)."""
-    chosen = {}
-    for directory in UNIT_DIRS:
-        for path in glob.glob(root + os.path.join(directory, unit + '.d', '*.conf')):
-            name = os.path.basename(path)
-            if name not in chosen:
-                chosen[name] = path[len(root):]
-    return [chosen[name] for name in sorted(chosen)]
-
-
 def unit_files(unit='docker.service', root=''):
-    """The unit file (or None) and its drop-ins, in the order systemd reads them."""
-    main = _unit_file(unit, root)
-    return ([main] if main else []) + _dropins(unit, root)
+    """The unit file (or None) and its drop-ins, in the order systemd reads them: systemd's
+    own unit search path (systemd_conf.unit_files), so that every unit directory counts."""
+    fragment, dropins = sdpaths.unit_files(unit, root)
+    return ([fragment] if fragment else []) + dropins
 
 
 def _logical_lines(text):
@@ -478,60 +459,3 @@ def conflict_message(conflicts, path=DAEMON_JSON):
     return '; '.join('%s passes %s to dockerd, so "%s" in %s would make dockerd refuse to start '
                      '(remove the flag or manage it there)' % (place, flag, key, path)
                      for key, flag, place in conflicts)
-
-
-# --- shared by the Docker and Podman modules -------------------------------------------------
-
-def complete_limits(requested, current, where='ulimits'):
-    """Docker and Podman need soft and hard: a side the request leaves out (None) is taken from
-    the ``current`` entry; with no current entry it is an error naming the field."""
-    result = OrderedDict()
-    for name, limit in requested.items():
-        soft, hard = limit.soft, limit.hard
-        old = current.get(name)
-        if soft is None or hard is None:
-            if old is None:
-                raise model.LimitError('%s.%s: give both soft and hard (or one value): the '
-                                       'container runtime needs both and none is set yet'
-                                       % (where, name))
-            soft = old.soft if soft is None else soft
-            hard = old.hard if hard is None else hard
-        limit = model.Limit(soft, hard)
-        item = model.get_item(name, '%s.%s' % (where, name))
-        if not item.is_rlimit:
-            raise model.LimitError('%s.%s: %s is not a resource limit a container runtime can set'
-                                   % (where, name, name))
-        model.check_pair(item, limit, '%s.%s' % (where, name))
-        result[item.name] = limit
-    return result
-
-
-PROBE_COMMAND = ['cat', '/proc/self/limits', '/proc/self/mounts']
-
-
-def parse_probe(text):
-    """Output of ``cat /proc/self/limits /proc/self/mounts`` in a container ->
-    ({item: Limit}, /dev/shm size in bytes or None)."""
-    limits = model.parse_proc_limits(text)
-    shm = None
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and fields[1] == '/dev/shm':
-            match = re.search(r'(?:^|,)size=(\d+[kmg]?)(?:,|$)', fields[3])
-            if match:
-                shm = model.parse_size(match.group(1), '/dev/shm size')
-            elif fields[2] == 'tmpfs':
-                shm = None
-    return limits, shm
-
-
-def limits_result(limits, sources=None):
-    """{item: Limit} -> {item: {'soft', 'hard', 'human'[, 'source']}} for module results."""
-    result = OrderedDict()
-    for name, limit in limits.items():
-        entry = OrderedDict([('soft', limit.soft), ('hard', limit.hard),
-                             ('human', model.format_limit(name, limit))])
-        if sources and name in sources:
-            entry['source'] = sources[name]
-        result[name] = entry
-    return result

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Effective limits: the probes that show what a new process gets in each context where a
 workload can start, and the comparison with a profile. Plain Python (no Ansible import); the
@@ -18,57 +18,22 @@ import pwd
 import shlex
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 
-# Contexts in report order. ``unit:NAME`` contexts (a running unit's main process) come after.
-CONTEXTS = ['login', 'service', 'user_manager', 'docker', 'podman']
-PROBE_UNIT = 'gpufleet-effective-probe'
-CAT = 'cat /proc/self/limits'
-ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+# Contexts in report order (the registry's). ``unit:NAME`` contexts (a running unit's main
+# process) come after.
+CONTEXTS = registry.PROBED
 CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
 
 
-def login_command(user):
-    """A login session of ``user`` through PAM (runuser's ``-l`` stack runs pam_limits)."""
-    return ['runuser', '-l', user, '-c', CAT]
-
-
-def service_command(user):
-    """A transient system service running as ``user`` (systemd's defaults, no PAM)."""
-    return ['systemd-run', '--wait', '--pipe', '--quiet', '--collect', '-p', 'User=%s' % user,
-            'cat', '/proc/self/limits']
-
-
-def as_user(user, uid, command):
-    """``command`` run as ``user`` with the user manager's bus (XDG_RUNTIME_DIR)."""
-    return ['runuser', '-u', user, '--', 'env', 'XDG_RUNTIME_DIR=/run/user/%d' % uid] + command
-
-
-def user_probe_commands(user, uid, unit):
-    """(start, main pid, stop) commands of a transient service of ``user``'s user manager.
-
-    ``systemd-run --user --wait --pipe`` needs a user D-Bus, which many nodes lack; a plain
-    transient service is started and its /proc/MAINPID/limits read instead.
-    """
-    return (as_user(user, uid, ['systemd-run', '--user', '--quiet', '--collect',
-                                '--unit=%s' % unit, 'sleep', '120']),
-            as_user(user, uid, ['systemctl', '--user', 'show', '-p', 'MainPID', '--value', unit]),
-            as_user(user, uid, ['systemctl', '--user', 'stop', unit]))
-
-
-def container_command(runtime, image, run_options=None):
-    """A new container of ``runtime`` (docker or podman) from ``image``."""
-    return ([runtime, 'run', '--rm', '--network=none'] + list(run_options or [])
-            + [image, 'cat', '/proc/self/limits'])
-
-
 def unit_context(unit):
-    return 'unit:%s' % normalize_unit(unit)
-
-
-def normalize_unit(unit):
-    return unit if '.' in unit else unit + '.service'
+    return registry.UNIT_PREFIX + sdpaths.unit_name(unit)
 
 
 def parse_probe(text, where):
@@ -173,8 +138,11 @@ class ProbeFailure(changes.Failure):
     """A probe request that cannot be run (bad arguments): ``msg`` and the result so far."""
 
 
-class ProbeError(Exception):
-    pass
+class ProbeError(errors.Error):
+    """A probe that did not give limits: ``kind`` is ``not_running`` when the context's
+    service does not run (nothing to verify there), ``host`` when a command failed."""
+
+    kind = errors.HOST
 
 
 class Prober(object):
@@ -191,7 +159,7 @@ class Prober(object):
         binary = self.module.get_bin_path(command[0])
         if not binary:
             raise ProbeError('%s is not installed' % command[0])
-        rc, out, err = self.module.run_command(full, environ_update=ENV)
+        rc, out, err = self.module.run_command(full, environ_update=commands.c_env())
         if rc != 0:
             raise ProbeError('%s failed (rc %d): %s' % (' '.join(shlex.quote(c) for c in command),
                                                         rc, (err or out).strip()[:500]))
@@ -206,10 +174,13 @@ class Prober(object):
 
     def pid_limits(self, pid, where):
         try:
-            with open('/proc/%s/limits' % pid) as handle:
-                return parse_probe(handle.read(), where)
+            text = host_limits.proc_limits_text(pid)
         except (IOError, OSError) as exc:
             raise ProbeError('%s: cannot read /proc/%s/limits: %s' % (where, pid, str(exc)))
+        try:
+            return parse_probe(text, where)
+        except model.LimitError as exc:
+            raise ProbeError(str(exc))
 
     def user_manager(self, user, uid):
         manager = 'user@%d.service' % uid
@@ -217,9 +188,10 @@ class Prober(object):
             self.run(['systemctl', 'is-active', '--quiet', manager])
         except ProbeError:
             raise ProbeError('%s is not running, so no user service of %s can start; keep it '
-                             'running with `loginctl enable-linger %s`' % (manager, user, user))
-        unit = '%s-%d.service' % (PROBE_UNIT, os.getpid())
-        start, show, stop = user_probe_commands(user, uid, unit)
+                             'running with `loginctl enable-linger %s`' % (manager, user, user),
+                             kind=errors.NOT_RUNNING)
+        unit = '%s-%d.service' % (probes.PROBE_UNIT, os.getpid())
+        start, show, stop = probes.user_probe_commands(user, uid, unit)
         self.run(start)
         try:
             pid = self.run(show).strip()
@@ -227,12 +199,12 @@ class Prober(object):
                 raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
             return self.pid_limits(pid, 'user_manager')
         finally:
-            self.module.run_command(stop, environ_update=ENV)
+            self.module.run_command(stop, environ_update=commands.c_env())
 
     def unit(self, unit):
         pid = self.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
         if not pid.isdigit() or pid == '0':
-            raise ProbeError('%s is not running' % unit)
+            raise ProbeError('%s is not running' % unit, kind=errors.NOT_RUNNING)
         return self.pid_limits(pid, unit_context(unit))
 
 
@@ -242,9 +214,11 @@ def probe(host, params):
     podman_image, run_options, units, expect, baseline, timeout."""
     result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
                   ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
-    for context, image in (('docker', 'docker_image'), ('podman', 'podman_image')):
-        if context in params['contexts'] and not params[image]:
-            raise ProbeFailure('contexts has %s, so %s is required' % (context, image), result)
+    for record in registry.REGISTRY:
+        image = record.image_option
+        if image and record.probe in params['contexts'] and not params[image]:
+            raise ProbeFailure('contexts has %s, so %s is required' % (record.probe, image),
+                               result)
 
     expected = None
     if params['expect'] is not None:
@@ -266,21 +240,12 @@ def probe(host, params):
     for context in CONTEXTS:
         if context not in params['contexts']:
             continue
-        if context == 'login':
-            command = login_command(user)
-            plan.append((context, command, lambda c=command: prober.proc(c, 'login')))
-        elif context == 'service':
-            command = service_command(user)
-            plan.append((context, command, lambda c=command: prober.proc(c, 'service')))
-        elif context == 'user_manager':
-            command = user_probe_commands(user, uid, PROBE_UNIT)[0]
-            plan.append((context, command, lambda: prober.user_manager(user, uid)))
-        else:
-            command = container_command(context, params[context + '_image'],
-                                        params['run_options'])
-            plan.append((context, command, lambda c=command, x=context: prober.proc(c, x)))
+        record = registry.probed(context)
+        command = record.probe_command(user, uid, params)
+        plan.append((context, command,
+                     lambda r=record, c=command: r.run_probe(prober, user, uid, c)))
     for unit in params['units']:
-        unit = normalize_unit(unit)
+        unit = sdpaths.unit_name(unit)
         command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
         plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
 
@@ -289,7 +254,7 @@ def probe(host, params):
         try:
             limits = probe()
         except ProbeError as exc:
-            result['errors'].append(dict(context=context, msg=str(exc)))
+            result['errors'].append(dict(context=context, msg=str(exc), kind=exc.kind))
         else:
             observed[context] = limits
             entry['limits'] = public_limits(limits)

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the running host allows: kernel ceilings, PID 1's limits, capabilities. Plain Python."""
 
@@ -39,9 +39,18 @@ def ceilings(root=''):
     return dict((name, sysctl(name, root)) for name in SYSCTLS)
 
 
+def proc_limits_text(pid='1', root=''):
+    """The text of /proc/PID/limits; IOError/OSError when it cannot be read."""
+    with open('%s/proc/%s/limits' % (root, pid)) as handle:
+        return handle.read()
+
+
 def proc_limits(pid='1', root=''):
-    """{item: Limit} of a process, or {} when unreadable."""
-    text = _read('%s/proc/%s/limits' % (root, pid))
+    """{item: Limit} of a process, or {} when unreadable (the one reader of /proc/PID/limits)."""
+    try:
+        text = proc_limits_text(pid, root)
+    except (IOError, OSError):
+        return {}
     return model.parse_proc_limits(text) if text else {}
 
 

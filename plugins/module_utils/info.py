@@ -13,16 +13,18 @@ import os
 import pwd
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
-
-ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 
 
 class InfoError(changes.Failure):
@@ -96,7 +98,7 @@ def configured_limits(resolution):
 
 def pending_entries(target, configured, live, action):
     entries = []
-    for name in sdconf.differing(configured, live):
+    for name in sdlive.differing(configured, live):
         current = (live or {}).get(name)
         entries.append({'target': target, 'item': name,
                         'configured': configured[name].as_dict(),
@@ -113,24 +115,24 @@ def manager_report(run, scope, user, running):
     pending, user_managers, errors = [], {}, []
     if not running:
         return report, pending, user_managers, errors
-    if scope == sdconf.SYSTEM:
-        live, error = sdconf.manager_live(run)
+    if scope == sdpaths.SYSTEM:
+        live, error = sdlive.manager_live(run)
         if error:
             errors.append('systemctl show: %s' % error)
         else:
-            report['live'] = sdconf.limits_dict(live)
+            report['live'] = sdlive.limits_dict(live)
             pending.extend(pending_entries('manager', configured, live, 'systemctl daemon-reexec'))
         return report, pending, user_managers, errors
-    for unit_name, uid in sdconf.running_user_managers(run):
+    for unit_name, uid in sdlive.running_user_managers(run):
         try:
             name = pwd.getpwuid(uid).pw_name
         except KeyError:
             continue
-        live, error = sdconf.manager_live(run, sdconf.USER, name, uid)
+        live, error = sdlive.manager_live(run, sdpaths.USER, name, uid)
         if error:
             errors.append('%s: %s' % (unit_name, error))
             continue
-        user_managers[name] = sdconf.limits_dict(live)
+        user_managers[name] = sdlive.limits_dict(live)
         if user is None or user == name:
             pending.extend(pending_entries(unit_name, configured, live,
                                            'systemctl restart %s' % unit_name))
@@ -148,20 +150,20 @@ def unit_report(run, unit, running):
     pending = []
     if not running:
         return report, pending, None
-    state = sdconf.unit_live(run, unit)
+    state = sdlive.unit_live(run, unit)
     if 'error' in state:
         return report, pending, '%s: %s' % (unit, state['error'])
-    report.update({'live': sdconf.limits_dict(state['limits']),
-                   'process': (sdconf.limits_dict(state['process'])
+    report.update({'live': sdlive.limits_dict(state['limits']),
+                   'process': (sdlive.limits_dict(state['process'])
                                if state['process'] is not None else None),
                    'active_state': state['active_state'], 'main_pid': state['main_pid'],
                    'need_daemon_reload': state['need_daemon_reload'],
                    'load_state': state['load_state']})
-    stale = sdconf.differing(configured, state['limits'])
+    stale = sdlive.differing(configured, state['limits'])
     pending.extend(pending_entries(unit, dict((n, configured[n]) for n in stale),
                                    state['limits'], 'systemctl daemon-reload; systemctl restart %s'
                                    % unit))
-    if sdconf.is_active(state) and state['process'] is not None:
+    if sdlive.is_active(state) and state['process'] is not None:
         loaded = dict((n, configured[n]) for n in configured if n not in stale)
         pending.extend(pending_entries(unit, loaded, state['process'],
                                        'systemctl restart %s' % unit))
@@ -170,11 +172,11 @@ def unit_report(run, unit, running):
 
 def systemd_report(run, scope, user=None, units=()):
     """systemd_limits_info's result and its warnings. ``run(args)`` -> (rc, out, err)."""
-    running = sdconf.systemd_running()
+    running = sdlive.systemd_running()
     result = dict(changed=False, systemd_running=running, manager={}, user_managers={},
                   units={}, pending=[])
     try:
-        units = [sdconf.normalize_unit(u) for u in units]
+        units = [sdpaths.normalize_unit(u) for u in units]
         manager, pending, user_managers, errors = manager_report(run, scope, user, running)
         result.update(manager=manager, user_managers=user_managers, pending=pending)
         for unit in units:
@@ -198,7 +200,7 @@ def containerd_limits():
         if comm == 'containerd':
             limits = host_limits.proc_limits(pid)
             if limits:
-                return {'pid': int(pid), 'limits': dj.limits_result(limits)}
+                return {'pid': int(pid), 'limits': ctl.limits_result(limits)}
     return {}
 
 
@@ -211,11 +213,11 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
     try:
         raw, data = dj.read(path)
         config['exists'] = raw is not None
-        text = raw.decode('utf-8', 'surrogateescape') if raw is not None else ''
+        text = text_codec.decode_bytes(raw) or ''
         config['live_restore'] = bool(data.get(dj.LIVE_RESTORE_KEY, False))
         limits = dj.read_ulimits(data, text, path)
         sources = dict((name, dj.where(text, (dj.ULIMITS_KEY, name), path)) for name in limits)
-        config['default_ulimits'] = dj.limits_result(limits, sources)
+        config['default_ulimits'] = ctl.limits_result(limits, sources)
         shm = dj.read_shm_size(data, text, path)
         if shm is not None:
             config['shm_size'] = {'value': data[dj.SHM_KEY], 'bytes': shm,
@@ -225,8 +227,7 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
     result = dict(changed=False, path=path, config=config, problems=problems,
                   unit_flags=dj.unit_flags(unit), containerd=containerd_limits())
     if running:
-        result['running_containers'] = runtime_plan.running_containers(
-            host, {dj.LIVE_RESTORE_KEY: config['live_restore']})
+        result['running_containers'] = runtime_live.running_containers(host, config['live_restore'])
     return result
 
 
@@ -235,7 +236,7 @@ def podman_report():
     found = cc.effective()
     limits = dict((name, limit) for name, (limit, _src) in found['default_ulimits'].items())
     sources = dict((name, src) for name, (_limit, src) in found['default_ulimits'].items())
-    config = {'default_ulimits': dj.limits_result(limits, sources), 'shm_size': None}
+    config = {'default_ulimits': ctl.limits_result(limits, sources), 'shm_size': None}
     if found['shm_size'] is not None:
         config['shm_size'] = {'bytes': found['shm_size'][0], 'source': found['shm_size'][1]}
     return dict(changed=False, files=found['files'], config=config, problems=found['problems'])

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The limit model: the one place that knows resource-limit items, their units and syntaxes.
 
@@ -27,13 +27,17 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+
 UNLIMITED = 'unlimited'
 # The kernel's RLIM_INFINITY, as systemd and prlimit print it on 64-bit Linux.
 RLIM_INFINITY = 2 ** 64 - 1
 
 
-class LimitError(ValueError):
+class LimitError(errors.Error, ValueError):
     """A value, item or pair the model cannot accept. The message names what is wrong."""
+
+    kind = errors.BAD_INPUT
 
 
 class Item(object):
@@ -422,73 +426,6 @@ def to_systemd(item, limit):
     return soft if soft == hard else '%s:%s' % (soft, hard)
 
 
-def _parse_systemd_side(item, text, where):
-    text = text.strip()
-    if text == 'infinity':
-        return UNLIMITED
-    if item.kind == 'size':
-        match = re.match(r'^(\d+)([KMGTPE]?)$', text)
-        if not match:
-            raise LimitError('%s: %r is not a byte value systemd accepts' % (where, text))
-        value = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
-    elif item.kind == 'time':
-        if re.match(r'^\d+$', text):
-            value = int(text)
-        else:
-            value = _parse_systemd_timespan(text, where)
-    elif item.kind == 'nice':
-        if re.match(r'^[+-]\d+$', text):
-            nice = int(text)
-            if not -20 <= nice <= 19:
-                raise LimitError('%s: nice level %s out of range' % (where, text))
-            value = 20 - nice
-        elif re.match(r'^\d+$', text):
-            value = int(text)
-            if value > 40:
-                raise LimitError('%s: raw nice limit %s out of range 0..40' % (where, text))
-        else:
-            raise LimitError('%s: %r is not a nice value' % (where, text))
-    else:
-        if not re.match(r'^\d+$', text):
-            raise LimitError('%s: %r is not a number or infinity' % (where, text))
-        value = int(text)
-    if value == RLIM_INFINITY:
-        return UNLIMITED
-    return value
-
-
-def _parse_systemd_timespan(text, where):
-    total = 0
-    units = {'s': 1, 'sec': 1, 'm': 60, 'min': 60, 'h': 3600, 'hr': 3600, 'd': 86400,
-             'w': 604800}
-    parts = re.findall(r'(\d+)\s*([a-z]+)', text)
-    if not parts or re.sub(r'(\d+)\s*([a-z]+)', '', text).strip():
-        raise LimitError('%s: %r is not a time span' % (where, text))
-    for number, unit in parts:
-        if unit not in units:
-            raise LimitError('%s: unit %r in %r is not supported' % (where, unit, text))
-        total += int(number) * units[unit]
-    return total
-
-
-def from_systemd(item, text, where='value'):
-    """``LimitX=`` value -> Limit. Raises LimitError like systemd would refuse it, including
-    soft above hard (systemd then keeps the earlier value)."""
-    item = ITEMS[item] if isinstance(item, str) else item
-    text = text.strip()
-    if not text:
-        raise LimitError('%s: empty value' % where)
-    if ':' in text:
-        soft_text, hard_text = text.split(':', 1)
-        limit = Limit(_parse_systemd_side(item, soft_text, where),
-                      _parse_systemd_side(item, hard_text, where))
-    else:
-        value = _parse_systemd_side(item, text, where)
-        limit = Limit(value, value)
-    check_pair(item, limit, where)
-    return limit
-
-
 def from_systemd_show(item, value):
     """A raw number from ``systemctl show`` (LimitNOFILE=524288, ...=infinity) -> kernel value."""
     item = ITEMS[item] if isinstance(item, str) else item
@@ -499,8 +436,8 @@ def from_systemd_show(item, value):
 
 
 # systemd 252's own grammar for a ``Limit*=``/``DefaultLimit*=`` assignment (src/basic/rlimit-util.c
-# rlimit_parse, parse_size, parse_time, safe_atou64), for readers that must say exactly what
-# systemd will use. from_systemd above stays the lenient reader of values we write ourselves.
+# rlimit_parse, parse_size, parse_time, safe_atou64): the one reader of systemd values, for the
+# files we write and the ones we find.
 _SD_WS = ' \t\n\r'
 _SD_SIZE_TABLE = (('E', 1024 ** 6), ('P', 1024 ** 5), ('T', 1024 ** 4), ('G', 1024 ** 3),
                   ('M', 1024 ** 2), ('K', 1024), ('B', 1), ('', 1))
@@ -677,7 +614,7 @@ def from_systemd_config(item, text, where='value'):
     ``text`` is what follows ``=`` (systemd strips the whole value first). Raises LimitError
     where systemd logs "Failed to parse resource value, ignoring" or "Soft resource limit chosen
     higher than hard limit, ignoring" and keeps the earlier value. Accepts what systemd accepts
-    and from_systemd does not: ``0x100`` and ``010`` (octal) counts, ``1.5K`` and ``1G 512M``
+    and a lenient reader would not: ``0x100`` and ``010`` (octal) counts, ``1.5K`` and ``1G 512M``
     sizes, suffixed msgqueue sizes, ``1h30min`` and ``1500ms`` (rounded up) for cpu.
     """
     item = ITEMS[item] if isinstance(item, str) else item

@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """limits.conf / limits.d parser, editor and resolver, following Linux-PAM's pam_limits.c.
 
 Plain Python (no Ansible import), runs on Python 3.8 targets.
 
 * ``parse(text, path)`` keeps every line's exact text, so ``render()`` gives back the same
-  bytes (decode files with ``decode_bytes`` for that guarantee).
+  bytes (decode files with ``text_codec.decode_bytes`` for that guarantee).
 * Each line is classified the way ``parse_config_file`` reads it: comments and blank lines, a
   4-field entry, a ``<domain> -`` "no limits" line, or an invalid line (with the reason).
 * ``resolve(files, user, ...)`` computes what pam_limits applies for a user at login with its
@@ -23,6 +23,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 # Domain classes, ordered as pam_limits' LIMITS_DEF_* (lower wins).
 CLASS_USER = 0
@@ -41,15 +42,6 @@ LIMITS_DIR = '/etc/security/limits.d'
 TYPES = ('soft', 'hard', '-')
 
 _NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$')
-
-
-def decode_bytes(data):
-    """File bytes -> str that encodes back to the very same bytes."""
-    return data.decode('utf-8', 'surrogateescape')
-
-
-def encode_text(text):
-    return text.encode('utf-8', 'surrogateescape')
 
 
 def split_lines(text):
@@ -249,7 +241,7 @@ def pam_order(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, extra=None):
         names.update(name for name in os.listdir(limits_dir) if name.endswith('.conf'))
     if extra and os.path.dirname(extra) == limits_dir.rstrip('/') and extra.endswith('.conf'):
         names.add(os.path.basename(extra))
-    paths.extend(os.path.join(limits_dir, name) for name in sorted(names, key=encode_text))
+    paths.extend(os.path.join(limits_dir, name) for name in sorted(names, key=text_codec.encode_text))
     return paths
 
 
@@ -257,7 +249,7 @@ def read_file(path):
     """Parsed LimitsFile, or None when the file does not exist."""
     try:
         with open(path, 'rb') as handle:
-            return parse(decode_bytes(handle.read()), path)
+            return parse(text_codec.decode_bytes(handle.read()), path)
     except (IOError, OSError) as exc:
         if getattr(exc, 'errno', None) == 2:
             return None

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Planning a limits.d file edit: requested entries -> new file text, conflicts, overrides,
 guard violations. Plain Python; the pam_limits module is a thin shell around it."""
@@ -11,27 +11,32 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 HEADER = ('# Managed by gpufleet.tuning.pam_limits: resource limits for login sessions.\n'
           '# Lines for other domains and items, and comments, are kept as they are.\n')
 
 
-class PlanError(Exception):
+class PlanError(errors.Error):
     """Input that cannot be planned; the message names the entry and field."""
+
+    kind = errors.BAD_INPUT
 
 
 class Entry(object):
     """A requested entry: domain, item (Item), limit (Limit; None for state=absent)."""
 
-    def __init__(self, index, domain, item, limit):
+    def __init__(self, index, domain, item, limit, field=None):
         self.index = index
         self.domain = domain
         self.item = item
         self.limit = limit
+        self.field = field or 'limits[%d]' % index     # what the user wrote it as
 
     @property
     def key(self):
@@ -39,7 +44,7 @@ class Entry(object):
 
     @property
     def where(self):
-        return 'limits[%d] (%s %s)' % (self.index, self.domain, self.item.name)
+        return '%s (%s %s)' % (self.field, self.domain, self.item.name)
 
     def lines(self):
         """The limits.conf lines that express this entry: always one soft and one hard line.
@@ -60,6 +65,54 @@ class Entry(object):
         return result
 
 
+def check_domain(where, domain):
+    """The parsed domain; PlanError naming ``where`` when pam_limits would not read it."""
+    try:
+        return conf.parse_domain(domain)
+    except ValueError as exc:
+        raise PlanError('%s: %s' % (where, exc))
+
+
+def check_domain_item(where, domain, parsed, item):
+    if parsed.kind in ('all', 'allgroup') and item.kind != 'logins':
+        raise PlanError('%s: %r applies to maxlogins only (pam_limits ignores it for %s)'
+                        % (where, domain, item.name))
+
+
+def check_limit(where, item, limit):
+    """PlanError naming ``where`` for a limit limits.conf cannot express or PAM cannot apply."""
+    try:
+        for side in ('soft', 'hard'):
+            model.to_limits_conf(item, getattr(limit, side), '%s.%s' % (where, side))
+    except model.LimitError as exc:
+        raise PlanError(str(exc))
+    if item.name == 'nofile' and model.UNLIMITED in (limit.soft, limit.hard):
+        raise PlanError('%s: nofile cannot be unlimited: Linux-PAM >= 1.5.2 silently '
+                        'substitutes fs.nr_open and older PAM fails the login (EPERM); '
+                        'give a number' % where)
+
+
+def profile_entries(limits, domains, field='profile'):
+    """Typed entries of a parsed profile ({item: Limit}, from limits_model.parse_profile) for
+    each domain, with the same checks as :func:`parse_entries`; errors name ``profile.ITEM``
+    (and ``domains[N]``)."""
+    entries = []
+    seen = {}
+    for position, domain in enumerate(domains):
+        where = 'domains[%d]' % position
+        if domain in seen:
+            raise PlanError('%s: duplicates domains[%d]' % (where, seen[domain]))
+        seen[domain] = position
+        parsed = check_domain(where, domain)
+        for name, limit in limits.items():
+            item = model.ITEMS[name]
+            field_name = '%s.%s' % (field, name)
+            check_domain_item(where, domain, parsed, item)
+            check_limit(field_name, item, limit)
+            entries.append(Entry(len(entries), domain, item, limit, field_name))
+    return entries
+
+
 def parse_entries(raw_entries, state):
     """Module input -> [Entry]; PlanError naming limits[N].field for anything wrong."""
     entries = []
@@ -76,17 +129,12 @@ def parse_entries(raw_entries, state):
         if not isinstance(domain, str) or not domain.strip():
             raise PlanError('%s.domain: required' % where)
         domain = domain.strip()
-        try:
-            parsed = conf.parse_domain(domain)
-        except ValueError as exc:
-            raise PlanError('%s.domain: %s' % (where, exc))
+        parsed = check_domain(where + '.domain', domain)
         try:
             item = model.get_item(raw.get('item'), where + '.item')
         except model.LimitError as exc:
             raise PlanError(str(exc))
-        if parsed.kind in ('all', 'allgroup') and item.kind != 'logins':
-            raise PlanError('%s.domain: %r applies to maxlogins only (pam_limits ignores it for '
-                            '%s)' % (where, domain, item.name))
+        check_domain_item(where + '.domain', domain, parsed, item)
         limit = None
         if state == 'present':
             spec = dict((k, raw[k]) for k in ('value', 'soft', 'hard') if raw.get(k) is not None)
@@ -97,14 +145,9 @@ def parse_entries(raw_entries, state):
                                 % (where, domain, item.name))
             try:
                 limit = model.parse_limit(item, spec, where)
-                for side in ('soft', 'hard'):
-                    model.to_limits_conf(item, getattr(limit, side), '%s.%s' % (where, side))
             except model.LimitError as exc:
                 raise PlanError(str(exc))
-            if item.name == 'nofile' and model.UNLIMITED in (limit.soft, limit.hard):
-                raise PlanError('%s: nofile cannot be unlimited: Linux-PAM >= 1.5.2 silently '
-                                'substitutes fs.nr_open and older PAM fails the login (EPERM); '
-                                'give a number' % where)
+            check_limit(where, item, limit)
         entry = Entry(index, domain, item, limit)
         if entry.key in seen:
             raise PlanError('%s: duplicates limits[%d] (same domain and item)'
@@ -116,16 +159,16 @@ def parse_entries(raw_entries, state):
 
 def check_ceilings(entries, ceiling, force=False):
     """Guards against values that cannot apply. Returns (errors, forced_warnings)."""
-    errors = []
+    refused = []
     warnings = []
     for entry in entries:
         if entry.limit is None or not entry.item.is_rlimit:
             continue
         if entry.item.name == 'nofile' and ceiling.nr_open \
                 and model.exceeds(entry.limit.hard, ceiling.nr_open):
-            errors.append('%s: hard nofile %s is above fs.nr_open (%d): the kernel refuses it and '
-                          'login sessions would fail or lose all their limits'
-                          % (entry.where, entry.limit.hard, ceiling.nr_open))
+            refused.append('%s: hard nofile %s is above fs.nr_open (%d): the kernel refuses it and '
+                           'login sessions would fail or lose all their limits'
+                           % (entry.where, entry.limit.hard, ceiling.nr_open))
             continue
         top, reason = ceiling.hard_ceiling(entry.item)
         if top is not None and model.exceeds(entry.limit.hard, top):
@@ -138,9 +181,9 @@ def check_ceilings(entries, ceiling, force=False):
             if force:
                 warnings.append(message + ' (written anyway: force=true)')
             else:
-                errors.append(message + '; lower it, or set force=true (limits role: '
-                              'limits_force: true)')
-    return errors, warnings
+                refused.append(message + '; lower it, or set force=true (limits role: '
+                               'limits_force: true)')
+    return refused, warnings
 
 
 def _lines_value(lines, nr_open=None):
@@ -311,38 +354,51 @@ def file_mode(mode, result=None):
 
 
 def plan_change(params, ceiling=None):
-    """The pam_limits module's plan: guards, layout, conflicts and the new file; nothing written.
-
-    ``params``: the module's options (limits, path, state, exclusive, on_conflict, force, mode,
-    limits_conf, limits_dir). Returns a changes.Change; raises changes.Failure.
-    """
-    path = params['path']
-    result = dict(changed=False, path=path, entries=[], conflicts=[], overrides=[], invalid=[])
+    """The pam_limits module's plan: its parameters mapped in this one place (``limits``,
+    ``path``, ``state``, ``exclusive``, ``on_conflict``, ``force``, ``mode``, ``limits_conf``,
+    ``limits_dir``), then :func:`plan_entries`. Returns a changes.Change; raises
+    changes.Failure."""
+    result = new_result(params['path'])
     mode = file_mode(params['mode'], result)
     try:
         entries = parse_entries(params['limits'], params['state'])
     except PlanError as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=exc.kind)
+    return plan_entries(entries, params['path'], params['state'], params['exclusive'],
+                        params['on_conflict'], params['force'], mode, params['limits_conf'],
+                        params['limits_dir'], ceiling, result)
+
+
+def new_result(path):
+    return dict(changed=False, path=path, entries=[], conflicts=[], overrides=[], invalid=[])
+
+
+def plan_entries(entries, path, state='present', exclusive=False, on_conflict='fail',
+                 force=False, mode=0o644, limits_conf=conf.LIMITS_CONF,
+                 limits_dir=conf.LIMITS_DIR, ceiling=None, result=None):
+    """Guards, layout, conflicts and the new file for typed ``entries`` ([Entry]); nothing
+    written. Returns a changes.Change; raises changes.Failure."""
+    result = result if result is not None else new_result(path)
     result['entries'] = [e.as_dict() for e in entries]
 
-    errors, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), params['force'])
-    if errors:
-        raise changes.Failure('; '.join(errors), result, errors=errors)
+    refused, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), force)
+    if refused:
+        raise changes.Failure('; '.join(refused), result, errors=refused)
     warnings = forced + wildcard_root_warnings(entries)
-    if not target_is_read(path, params['limits_conf'], params['limits_dir']):
+    if not target_is_read(path, limits_conf, limits_dir):
         warnings.append('%s is not read by pam_limits (only %s and %s/*.conf are)'
-                        % (path, params['limits_conf'], params['limits_dir']))
+                        % (path, limits_conf, limits_dir))
 
     try:
-        files = read_layout(params['limits_conf'], params['limits_dir'], path)
+        files = read_layout(limits_conf, limits_dir, path)
         current = safe_file.read_bytes(path)
     except (safe_file.FileError, IOError, OSError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     for limits_file in files:
         result['invalid'].extend(line.as_dict() for line in limits_file.invalid())
     warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in result['invalid'])
 
-    if params['state'] == 'present':
+    if state == 'present':
         replaced = []
         conflicts, overrides = find_conflicts(entries, files, path, replaced)
         result['replaced'] = replaced
@@ -351,19 +407,19 @@ def plan_change(params, ceiling=None):
         if conflicts:
             message = 'requested entries are overridden later in pam_limits order: ' + '; '.join(
                 c['reason'] for c in conflicts)
-            if params['on_conflict'] == 'fail':
+            if on_conflict == 'fail':
                 raise changes.Failure(message + ' (nothing written; fix those files or set '
                                                 'on_conflict=warn; limits role: '
                                                 'limits_on_conflict: warn)', result)
             warnings.append(message)
 
-    current_text = None if current is None else conf.decode_bytes(current)
+    current_text = text_codec.decode_bytes(current)
     try:
-        new_text = plan_file(current_text, entries, params['state'], params['exclusive'])
+        new_text = plan_file(current_text, entries, state, exclusive)
     except PlanError as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
 
-    changed = not (current_text is None and (params['state'] == 'absent' or not new_text)
+    changed = not (current_text is None and (state == 'absent' or not new_text)
                    or current_text is not None and new_text == current_text)
     change = changes.Change(path, result, current_text, new_text if changed else current_text,
                             changed=changed, mode=mode)

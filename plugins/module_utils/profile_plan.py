@@ -13,120 +13,32 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
 
-CONTEXTS = ['pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman']
-PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
-
-
-def unit_exists(unit, root=''):
-    return any(os.path.exists(root + os.path.join(d, unit)) for d in sdconf.UNIT_DIRS)
+CONTEXTS = registry.CONFIGURED
+DEFAULTS = registry.PATH_DEFAULTS
 
 
 def detect_contexts(root=''):
     """The contexts present on the node, from files only (no service manager queries)."""
-    systemd = os.path.isdir(root + '/run/systemd/system')
-    found = []
-    if os.path.isdir(root + '/etc/security'):
-        found.append('pam')
-    if systemd:
-        found.append('systemd_system')
-        if unit_exists('user@.service', root):
-            found.append('systemd_user')
-    if unit_exists('docker.service', root):
-        found.append('docker')
-    if unit_exists('containerd.service', root):
-        found.append('containerd')
-    if any(os.path.exists(root + os.path.join(d, 'podman')) for d in PATH_DIRS):
-        found.append('podman')
-    return found
+    return registry.detect(root)
 
 
-def unit_list(units, contexts):
-    """limits_units plus containerd.service for the containerd context, with .service added."""
-    names = list(units or []) + (['containerd.service'] if 'containerd' in contexts else [])
-    result = []
-    for name in names:
-        name = name if '.' in name else name + '.service'
-        if name not in result:
-            result.append(name)
-    return result
-
-
-def pam_entries(profile, domains):
-    """The profile as pam_limits entries: one per domain and item."""
-    entries = []
-    for domain in domains:
-        for item, value in profile.items():
-            entry = dict(domain=domain, item=item, value=None, soft=None, hard=None)
-            if isinstance(value, dict):
-                entry.update(value)     # keys checked by model.parse_profile before this
-            else:
-                entry['value'] = value
-            entries.append(entry)
-    return entries
-
-
-def process_start(pid):
-    """Wall-clock start time of a process (seconds), or None."""
-    try:
-        with open('/proc/%s/stat' % pid) as handle:
-            fields = handle.read().rsplit(')', 1)[1].split()
-        with open('/proc/uptime') as handle:
-            uptime = float(handle.read().split()[0])
-    except (IOError, OSError, IndexError, ValueError):
-        return None
-    ticks = os.sysconf('SC_CLK_TCK')
-    return time.time() - uptime + int(fields[19]) / float(ticks)
-
-
-def dockerd_pid(host, pidfile='/run/docker.pid'):
-    """The running dockerd's PID: its pid file when it names a live dockerd, else systemd's."""
-    try:
-        with open(pidfile) as handle:
-            pid = handle.read().strip()
-        with open('/proc/%s/comm' % pid) as handle:
-            if pid.isdigit() and handle.read().strip() == 'dockerd':
-                return pid
-    except (IOError, OSError):
-        pass
-    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value',
-                                      'docker.service'], environ_update=runtime_plan.C_ENV)
-    pid = out.strip() if rc == 0 else ''
-    return pid if pid.isdigit() and pid != '0' else None
-
-
-def docker_pending(host, path):
-    """True when daemon.json changed after the running dockerd started (a restart still owed)."""
-    pid = dockerd_pid(host)
-    if pid is None:
-        return False
-    started = process_start(pid)
-    try:
-        mtime = os.stat(path).st_mtime
-    except OSError:
-        return False
-    return started is not None and mtime > started + 0.1
-
-
-def plan_profile(params, host):
-    """[(context, Change)] for every context; raises changes.Failure naming the context."""
+def parse_request(params):
+    """limits_profile's parameters -> a contexts Request; the profile is parsed here, once.
+    Raises changes.Failure naming what the user wrote (``profile.nofile: ...``)."""
     profile = params['profile']
     if not profile:
         raise changes.Failure('profile: at least one item is required')
     try:
-        model.parse_profile(profile, 'profile')
+        limits = model.parse_profile(profile, 'profile')
     except model.LimitError as exc:
         raise changes.Failure(str(exc))
     for name, value in profile.items():
@@ -135,49 +47,37 @@ def plan_profile(params, host):
                 (value.get('soft') is None) != (value.get('hard') is None):
             raise changes.Failure('profile.%s: give both soft and hard (or one value for both)'
                                   % name)
-    contexts = params['contexts'] or detect_contexts()
+    return Request(profile, limits, params['contexts'] or detect_contexts(),
+                   domains=params['domains'], units=params['units'], force=params['force'],
+                   on_conflict=params['on_conflict'], dropin=params['dropin'],
+                   docker_shm_size=params['docker_shm_size'],
+                   paths=dict((option, params[option]) for option in DEFAULTS))
+
+
+def plan_profile(params, host):
+    """(contexts, [(context, Change)]) for every context; raises changes.Failure naming the
+    context. Every context of the registry that is asked for plans its files."""
+    request = parse_request(params)
     ceiling = host_limits.Ceiling()
-    common = dict(on_conflict=params['on_conflict'], force=params['force'])
     plans = []
-    if 'pam' in contexts:
-        plans.append(('pam', pam_limits_plan.plan_change, dict(
-            common, limits=pam_entries(profile, params['domains']), path=params['pam_path'],
-            state='present', exclusive=False, mode='0644', limits_conf=conf.LIMITS_CONF,
-            limits_dir=conf.LIMITS_DIR), (ceiling,)))
-    for context, scope in (('systemd_system', 'system'), ('systemd_user', 'user')):
-        if context in contexts:
-            plans.append((context, systemd_plan.plan_change, dict(
-                common, scope=scope, unit=None, limits=profile, state='present',
-                dropin=params['dropin']), (host.run_command, ceiling)))
-    for unit in unit_list(params['units'], contexts):
-        plans.append(('unit:' + unit, systemd_plan.plan_change, dict(
-            common, scope=None, unit=unit, limits=profile, state='present',
-            dropin=params['dropin']), (host.run_command, ceiling)))
-    if 'docker' in contexts:
-        # running containers are asked for only when a restart is due (actions)
-        plans.append(('docker', runtime_plan.plan_docker, dict(
-            ulimits=profile, shm_size=params['docker_shm_size'], purge=False,
-            path=params['docker_daemon_json'], unit='docker.service', probe_containers=False,
-            force=params['force']), (host, ceiling)))
-    if 'podman' in contexts:
-        plans.append(('podman', runtime_plan.plan_podman, dict(
-            ulimits=profile, shm_size=None, purge=False, path=params['podman_dropin'],
-            force=params['force']), (host, ceiling)))
+    for context in registry.REGISTRY:
+        if context.name is None or context.name in request.contexts:
+            plans.extend(context.plans(request, host, ceiling))
 
     planned = []
-    for context, planner, options, extra in plans:
+    for label, plan in plans:
         try:
-            change = planner(options, *extra)
+            change = plan()
         except changes.Failure as exc:
-            raise changes.Failure('%s: %s' % (context, exc.msg), context=context,
+            raise changes.Failure('%s: %s' % (label, exc.msg), context=label, kind=exc.kind,
                                   **exc.result)
-        planned.append((context, change))
-    for context, change in planned:
+        planned.append((label, change))
+    for label, change in planned:
         if change.changed:
             problem = change.writable()
             if problem:
-                raise changes.Failure('%s: %s' % (context, problem), context=context)
-    return contexts, planned
+                raise changes.Failure('%s: %s' % (label, problem), context=label)
+    return request.contexts, planned
 
 
 def apply_all(planned, backup):
@@ -211,9 +111,6 @@ def file_record(context, change):
     return record
 
 
-# Units whose restart stops or disturbs the workloads they run: their restarts go through the
-# restart policy (``when_idle`` by default), as do the user managers (user@UID.service).
-WORKLOAD_UNITS = ('docker.service', 'containerd.service', 'crio.service', 'slurmd.service')
 RESTART_POLICIES = ('when_idle', 'always', 'never')
 
 
@@ -256,7 +153,7 @@ def cgroup_pids(path):
 
 def unit_main_pid(host, unit):
     rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', unit],
-                                     environ_update=runtime_plan.C_ENV)
+                                     environ_update=commands.c_env())
     pid = out.strip() if rc == 0 else ''
     return int(pid) if pid.isdigit() and pid != '0' else None
 
@@ -280,82 +177,49 @@ def unit_busy(host, unit):
             if others else '')
 
 
-def docker_busy(running):
-    if running.get('count') and not running.get('live_restore'):
-        return '%d running container(s) would be stopped (live-restore is off)' % running['count']
-    if running.get('count') is None:
-        return 'the running containers could not be counted'
-    return ''
-
-
 def actions(planned, host, policy='when_idle'):
-    """What must be reloaded or restarted, from the plans and the live system.
+    """What must be reloaded or restarted, from the plans and the live system: each context
+    of the registry folds its changes in (``act``), then says which restarts it owes.
 
     ``deferred`` lists the restarts ``policy`` does not allow now (a workload unit or a user
-    manager that is busy under ``when_idle``; every one of them under ``never``): the caller
-    restarts the others and reports these as pending."""
+    manager that is busy under ``when_idle``; every one of them under ``never``), each with the
+    probed context it leaves pending: the caller restarts the others and reports these."""
     result = dict(reexec=False, user_managers=[], daemon_reload=False, units=[], docker=False,
                   docker_pending=False, deferred=[], policy=policy)
+    state = {}
     session_changed = False
-    docker_change = None
-    for context, change in planned:
-        res = change.result
-        if context in ('pam', 'systemd_system', 'systemd_user') and change.changed:
+    for label, change in planned:
+        context = registry.owner(label)
+        if context.session and change.changed:
             session_changed = True
-        if context == 'systemd_system':
-            result['reexec'] = bool(res.get('reexec_required'))
-        elif context == 'systemd_user':
-            result['user_managers'] = list(res.get('restart_required') or [])
-        elif context.startswith('unit:'):
-            result['daemon_reload'] = result['daemon_reload'] or bool(
-                res.get('daemon_reload_required'))
-            result['units'].extend(u for u in res.get('restart_required') or []
-                                   if u not in result['units'])
-        elif context == 'docker':
-            docker_change = change
-            result['docker_pending'] = not change.changed and docker_pending(host, change.path)
-            result['docker'] = change.changed or result['docker_pending']
-    if 'docker.service' in result['units']:
-        # dockerd restarts once, through the docker restart and its policy
-        result['units'].remove('docker.service')
-        result['docker'] = True
+        context.act(change, result, state, host)
+    for context in registry.REGISTRY:
+        context.settle(result, state, host)
     if session_changed:
         # user@UID.service runs a PAM session under the system manager's defaults: a change to
         # either (or to user.conf) reaches user services only through a restart
         result['user_managers'] = sorted(set(result['user_managers'])
                                          | set(running_user_managers(host)))
-    if result['docker']:
-        if docker_change is not None:
-            runtime_plan.probe_containers(docker_change, host, policy)
-            running = docker_change.result['running_containers']
-        else:
-            running = runtime_plan.running_containers(host, {})
-        result['running_containers'] = running
-        owed = [('docker.service', docker_busy(running) if policy == 'when_idle' else '')]
-    else:
-        owed = []
-    owed += [(u, '') for u in result['units'] if u in WORKLOAD_UNITS]
-    owed += [(u, '') for u in result['user_managers']]
+    owed = []
+    for context in sorted(registry.REGISTRY, key=lambda c: c.restart_rank):
+        owed += context.owed(result, state, host, policy)
     for unit, why in owed:
         if policy == 'always':
             continue
         if policy == 'never':
-            result['deferred'].append(dict(unit=unit, reason='restart policy never'))
-            continue
-        why = why or (unit_busy(host, unit) if unit != 'docker.service' else '')
+            why = 'restart policy never'
+        else:
+            why = unit_busy(host, unit) if why is None else why
         if why:
-            result['deferred'].append(dict(unit=unit, reason=why))
+            result['deferred'].append(dict(unit=unit, reason=why,
+                                           context=registry.restart_context(unit)))
     return result
 
 
 def running_user_managers(host):
-    if not sdconf.systemd_running():
+    if not sdlive.systemd_running():
         return []
 
     def run(args):
-        return host.run_command(args, environ_update=sdconf.live_env())
-    return [unit for unit, _uid in sdconf.running_user_managers(run)]
-
-
-DEFAULTS = dict(pam_path='/etc/security/limits.d/90-gpufleet-tuning.conf',
-                docker_daemon_json=dj.DAEMON_JSON, podman_dropin=cc.DROPIN)
+        return host.run_command(args, environ_update=commands.live_env())
+    return [unit for unit, _uid in sdlive.running_user_managers(run)]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Safe reads and atomic writes of configuration files, shared by every module.
 
@@ -18,9 +18,13 @@ import shutil
 import tempfile
 import time
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 
-class FileError(Exception):
+
+class FileError(errors.Error):
     """A file that cannot be read or written; the message names the path."""
+
+    kind = errors.HOST
 
 
 def read_bytes(path):

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """systemd configuration files: a lossless parser and editor, and systemd's precedence.
+The names and search paths are in systemd_paths, what the running systemd says in systemd_live.
 
 Plain Python (no Ansible import), runs on Python 3.8 targets. Every function that touches the
 file system takes ``root``, a prefix put in front of every absolute path (``''`` on a host, a
@@ -33,53 +34,21 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as paths
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 WHITESPACE = ' \t\n\r'
 COMMENTS = '#;'
 BOM = u'\ufeff'
 
-SYSTEM = 'system'
-USER = 'user'
-MANAGER_SECTION = 'Manager'
-MANAGER_PREFIX = 'DefaultLimit'
-UNIT_PREFIX = 'Limit'
-DROPIN_NAME = '90-gpufleet-tuning.conf'
-
-# Where systemd 252 looks, most important first (CONF_PATHS and the unit search path, merged /usr).
-MANAGER_DIRS = ('/etc/systemd', '/run/systemd', '/usr/local/lib/systemd', '/usr/lib/systemd')
-UNIT_DIRS = ('/etc/systemd/system.control', '/run/systemd/system.control',
-             '/run/systemd/transient', '/run/systemd/generator.early', '/etc/systemd/system',
-             '/etc/systemd/system.attached', '/run/systemd/system',
-             '/run/systemd/system.attached', '/run/systemd/generator',
-             '/usr/local/lib/systemd/system', '/usr/lib/systemd/system',
-             '/run/systemd/generator.late',
-             # split /usr (Debian or Ubuntu upgraded in place): last, so that on merged /usr,
-             # where it is /usr/lib/systemd/system again, it never wins a name
-             '/lib/systemd/system')
-# Sections in which each unit type accepts Limit*= (systemd.exec(5)).
-UNIT_SECTIONS = {'service': 'Service', 'socket': 'Socket', 'mount': 'Mount', 'swap': 'Swap'}
-_UNIT_NAME_RE = re.compile(r'^[A-Za-z0-9:_.\\@-]+\.(service|socket|mount|swap)$')
+ConfError = paths.ConfError
 
 HEADER = ('# Managed by gpufleet.tuning.systemd_limits. Lines the module does not own are kept.\n')
 
 
-class ConfError(ValueError):
-    """A request or a file the editor cannot handle; the message names the field or file:line."""
-
-
 # --- text --------------------------------------------------------------------------------------
-
-def decode_bytes(data):
-    """File bytes -> text that encodes back to the same bytes (invalid UTF-8 included)."""
-    return data.decode('utf-8', 'surrogateescape')
-
-
-def encode_text(text):
-    return text.encode('utf-8', 'surrogateescape')
-
 
 def _strip(text):
     return text.strip(WHITESPACE)
@@ -307,114 +276,6 @@ class ConfFile(object):
         return bool(existing)
 
 
-# --- names and paths ---------------------------------------------------------------------
-
-def normalize_unit(name):
-    """``docker`` -> ``docker.service``; refuses names systemd would refuse or cannot limit."""
-    if not isinstance(name, str) or not name:
-        raise ConfError('unit: a unit name is required')
-    if '.' not in name.rsplit('@', 1)[-1] or name.endswith('@'):
-        name = name + '.service'
-    if '/' in name or not _UNIT_NAME_RE.match(name):
-        raise ConfError('unit: %r is not a unit name that takes Limit*= settings (service, '
-                        'socket, mount or swap)' % name)
-    return name
-
-
-def unit_section(unit):
-    return UNIT_SECTIONS[unit.rsplit('.', 1)[1]]
-
-
-def manager_main(scope):
-    return '/etc/systemd/%s.conf' % scope
-
-
-def dropin_path(scope=None, unit=None, name=DROPIN_NAME):
-    """The drop-in this collection manages for a manager scope or a unit."""
-    if unit:
-        return '/etc/systemd/system/%s.d/%s' % (normalize_unit(unit), name)
-    return '/etc/systemd/%s.conf.d/%s' % (scope, name)
-
-
-def _is_masked(real):
-    try:
-        return os.path.islink(real) and os.path.realpath(real) == '/dev/null'
-    except OSError:
-        return False
-
-
-def list_dropins(dirs, root=''):
-    """``*.conf`` files in ``dirs`` (most important first) as systemd picks them: one per file
-    name (the first directory wins), sorted by file name, masked ones left out.
-    Returns host paths."""
-    chosen = {}
-    for directory in dirs:
-        try:
-            names = os.listdir(root + directory)
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith('.') or not name.endswith('.conf') or name in chosen:
-                continue
-            real = os.path.join(root + directory, name)
-            if _is_masked(real):
-                chosen[name] = None
-                continue
-            if not os.path.isfile(real):
-                continue
-            chosen[name] = directory + '/' + name
-    return [chosen[name] for name in sorted(chosen) if chosen[name] is not None]
-
-
-def manager_files(scope, root=''):
-    """(main file, [drop-ins]) for the system or user manager, host paths."""
-    if scope not in (SYSTEM, USER):
-        raise ConfError('scope: must be system or user, got %r' % (scope,))
-    dirs = ['%s/%s.conf.d' % (d, scope) for d in MANAGER_DIRS]
-    return manager_main(scope), list_dropins(dirs, root)
-
-
-def unit_names(unit):
-    """Names whose drop-in directories apply to ``unit``: the unit, its template, its type."""
-    names = [unit]
-    base, suffix = unit.rsplit('.', 1)
-    if '@' in base:
-        template = base.split('@', 1)[0] + '@.' + suffix
-        if template != unit:
-            names.append(template)
-    # foo-bar-baz.service also reads foo-bar-.service.d and foo-.service.d (v246+).
-    parts = base.split('@', 1)[0].split('-')
-    for count in range(len(parts) - 1, 0, -1):
-        names.append('-'.join(parts[:count]) + '-.' + suffix)
-    names.append(suffix)
-    return names
-
-
-def unit_files(unit, root=''):
-    """(fragment or None, [drop-ins]) for a unit, host paths."""
-    unit = normalize_unit(unit)
-    fragment = None
-    base, suffix = unit.rsplit('.', 1)
-    candidates = [unit]
-    if '@' in base and not base.endswith('@'):
-        candidates.append(base.split('@', 1)[0] + '@.' + suffix)
-    for name in candidates:
-        for directory in UNIT_DIRS:
-            path = '%s/%s' % (directory, name)
-            if os.path.isfile(root + path) or _is_masked(root + path):
-                fragment = path
-                break
-        if fragment:
-            break
-    if fragment and _is_masked(root + fragment):
-        fragment = None
-    dirs = []
-    for directory in UNIT_DIRS:
-        for name in unit_names(unit):
-            dirs.append('%s/%s.d' % (directory, name))
-    return fragment, list_dropins(dirs, root)
-
-
 def read_conf(path, root=''):
     """ConfFile of a host path, or None when it does not exist. Raises ConfError."""
     try:
@@ -424,7 +285,7 @@ def read_conf(path, root=''):
         if getattr(exc, 'errno', None) == 2:
             return None
         raise ConfError('%s: cannot read: %s' % (path, getattr(exc, 'strerror', None) or exc))
-    return ConfFile.parse(decode_bytes(data), path)
+    return ConfFile.parse(text_codec.decode_bytes(data), path)
 
 
 # --- resolution ------------------------------------------------------------------------
@@ -521,17 +382,18 @@ def resolve_manager(scope, root='', overlay=None, extra=None):
     ``extra``: a host path that should be read even if it does not exist yet (the drop-in a
     plan is about to create), placed where systemd would sort it.
     """
-    main, dropins = manager_files(scope, root)
+    main, dropins = paths.manager_files(scope, root)
     dropins = _with_extra(dropins, extra, overlay)
-    return resolve([main] + dropins, MANAGER_SECTION, MANAGER_PREFIX, root, overlay)
+    return resolve([main] + dropins, paths.MANAGER_SECTION, paths.MANAGER_PREFIX, root, overlay)
 
 
 def resolve_unit(unit, root='', overlay=None, extra=None):
-    unit = normalize_unit(unit)
-    fragment, dropins = unit_files(unit, root)
+    unit = paths.normalize_unit(unit)
+    fragment, dropins = paths.unit_files(unit, root)
     dropins = _with_extra(dropins, extra, overlay)
     files = ([fragment] if fragment else []) + dropins
-    return resolve(files, unit_section(unit), UNIT_PREFIX, root, overlay, abort_chain=False)
+    return resolve(files, paths.unit_section(unit), paths.UNIT_PREFIX, root, overlay,
+                   abort_chain=False)
 
 
 def _with_extra(dropins, extra, overlay):
@@ -577,146 +439,3 @@ def plan_edit(text, section, prefix, limits, state, path=None):
     if not conf.has_assignments():
         return None
     return conf.render()
-
-
-# --- what the running systemd says -------------------------------------------------------
-
-def show_properties(items, prefix):
-    """``-p`` arguments for ``systemctl show`` covering ``items``."""
-    props = []
-    for name in items:
-        key = model.systemd_key(model.ITEMS[name], prefix)
-        props.extend([key, key + 'Soft'])
-    return props
-
-
-def parse_show(text):
-    """``systemctl show`` output -> {property: value}."""
-    result = {}
-    for line in (text or '').splitlines():
-        if '=' in line:
-            key, value = line.split('=', 1)
-            result[key] = value
-    return result
-
-
-def live_limits(props, prefix, items=None):
-    """{item: Limit} from parsed ``systemctl show`` properties (hard = X, soft = XSoft)."""
-    result = {}
-    for name in (items or model.RLIMIT_ITEMS):
-        key = model.systemd_key(model.ITEMS[name], prefix)
-        if key in props and key + 'Soft' in props:
-            try:
-                result[name] = model.Limit(model.from_systemd_show(name, props[key + 'Soft']),
-                                           model.from_systemd_show(name, props[key]))
-            except ValueError:
-                continue
-    return result
-
-
-def limits_dict(limits):
-    return dict((name, limit.as_dict()) for name, limit in sorted(limits.items()))
-
-
-# --- reading the running systemd (``run`` is module.run_command or subprocess) ------------------
-
-_LIVE_ENV = {'LANG': 'C', 'LC_ALL': 'C', 'SYSTEMD_PAGER': '', 'SYSTEMD_COLORS': '0'}
-
-
-def live_env():
-    return dict(_LIVE_ENV)
-
-
-def systemd_running(root=''):
-    """sd_booted(): systemd is PID 1."""
-    return os.path.isdir(root + '/run/systemd/system')
-
-
-def user_command(user, uid, args):
-    """Run ``args`` as ``user`` against their user manager's private socket
-    ($XDG_RUNTIME_DIR/systemd/private): works without a user D-Bus (no dbus-user-session)
-    and without systemd-machined, unlike ``systemctl --user --machine=USER@``."""
-    return ['runuser', '-u', user, '--', 'env', 'XDG_RUNTIME_DIR=/run/user/%d' % uid] + args
-
-
-def manager_live(run, scope=SYSTEM, user=None, uid=None):
-    """({item: Limit}, error) of the running system manager or ``user``'s user manager."""
-    args = ['systemctl']
-    if scope == USER:
-        if not user or uid is None:
-            return None, 'no user given'
-        args.append('--user')
-    properties = show_properties(model.RLIMIT_ITEMS, MANAGER_PREFIX)
-    args += ['show', '--property=' + ','.join(properties)]
-    if scope == USER:
-        args = user_command(user, uid, args)
-    rc, out, err = run(args)
-    if rc != 0:
-        return None, (err or out or 'systemctl failed with %s' % rc).strip()
-    return live_limits(parse_show(out), MANAGER_PREFIX), None
-
-
-def running_user_managers(run):
-    """[(unit, uid)] of running ``user@UID.service`` units."""
-    rc, out, _err = run(['systemctl', 'list-units', '--type=service', '--state=running',
-                         '--plain', '--no-legend', '--no-pager', 'user@*.service'])
-    if rc != 0:
-        return []
-    result = []
-    for line in out.splitlines():
-        fields = line.split()
-        match = re.match(r'^user@(\d+)\.service$', fields[0]) if fields else None
-        if match:
-            result.append((fields[0], int(match.group(1))))
-    return result
-
-
-UNIT_STATE_PROPS = ('LoadState', 'ActiveState', 'SubState', 'MainPID', 'NeedDaemonReload',
-                    'FragmentPath', 'DropInPaths')
-
-
-def unit_live(run, unit, root=''):
-    """What systemd has loaded for ``unit`` and what its main process runs with."""
-    unit = normalize_unit(unit)
-    props = list(UNIT_STATE_PROPS) + show_properties(model.RLIMIT_ITEMS, UNIT_PREFIX)
-    rc, out, err = run(['systemctl', 'show', '--property=' + ','.join(props), unit])
-    if rc != 0:
-        return {'error': (err or out or 'systemctl failed with %s' % rc).strip()}
-    values = parse_show(out)
-    state = {
-        'load_state': values.get('LoadState'),
-        'active_state': values.get('ActiveState'),
-        'sub_state': values.get('SubState'),
-        'need_daemon_reload': values.get('NeedDaemonReload') == 'yes',
-        'fragment_path': values.get('FragmentPath') or None,
-        'dropin_paths': (values.get('DropInPaths') or '').split(),
-        'limits': live_limits(values, UNIT_PREFIX),
-        'main_pid': None,
-        'process': None,
-    }
-    try:
-        pid = int(values.get('MainPID') or 0)
-    except ValueError:
-        pid = 0
-    if pid > 0:
-        state['main_pid'] = pid
-        state['process'] = _proc_limits(pid, root)
-    return state
-
-
-def _proc_limits(pid, root=''):
-    try:
-        with open('%s/proc/%d/limits' % (root, pid)) as handle:
-            return model.parse_proc_limits(handle.read())
-    except (IOError, OSError):
-        return None
-
-
-def is_active(state):
-    return bool(state) and state.get('active_state') in ('active', 'activating', 'reloading')
-
-
-def differing(expected, actual):
-    """Item names whose Limit in ``expected`` differs from ``actual`` (a missing one differs)."""
-    actual = actual or {}
-    return sorted(name for name, limit in expected.items() if actual.get(name) != limit)

@@ -11,11 +11,16 @@ __metaclass__ = type
 import os
 import pwd
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 
 def parse_request(limits, state):
@@ -81,34 +86,34 @@ def expected_values(request, resolution):
 def live_check(run, result, scope, unit, expected, changed):
     """Fill reexec_required, daemon_reload_required and restart_required from the live system."""
     def run_live(args):
-        return run(args, environ_update=sdconf.live_env())
+        return run(args, environ_update=commands.live_env())
 
-    running = sdconf.systemd_running()
-    if scope == sdconf.SYSTEM:
+    running = sdlive.systemd_running()
+    if scope == sdpaths.SYSTEM:
         live = None
         if running:
-            live, _error = sdconf.manager_live(run_live)
+            live, _error = sdlive.manager_live(run_live)
         result['reexec_required'] = changed or bool(
-            live is not None and sdconf.differing(expected, live))
-    elif scope == sdconf.USER:
+            live is not None and sdlive.differing(expected, live))
+    elif scope == sdpaths.USER:
         stale = []
         if running:
-            for unit_name, uid in sdconf.running_user_managers(run_live):
+            for unit_name, uid in sdlive.running_user_managers(run_live):
                 user = _user_name(uid)
-                live, _error = sdconf.manager_live(run_live, sdconf.USER, user, uid)
-                if changed or live is None or sdconf.differing(expected, live):
+                live, _error = sdlive.manager_live(run_live, sdpaths.USER, user, uid)
+                if changed or live is None or sdlive.differing(expected, live):
                     stale.append(unit_name)
         result['restart_required'] = stale
         result['reexec_required'] = changed or bool(stale)
     else:
-        state = sdconf.unit_live(run_live, unit) if running else {}
+        state = sdlive.unit_live(run_live, unit) if running else {}
         loaded = state.get('limits') if state else None
         result['daemon_reload_required'] = changed or bool(
             state and (state.get('need_daemon_reload')
-                       or (loaded is not None and sdconf.differing(expected, loaded))))
+                       or (loaded is not None and sdlive.differing(expected, loaded))))
         process = state.get('process') if state else None
-        if sdconf.is_active(state) and (changed or (
-                process is not None and sdconf.differing(expected, process))):
+        if sdlive.is_active(state) and (changed or (
+                process is not None and sdlive.differing(expected, process))):
             result['restart_required'] = [unit]
 
 
@@ -121,17 +126,17 @@ def _user_name(uid):
 
 def check_unit(unit):
     """ConfError unless ``unit`` has a unit file systemd loads (a drop-in would do nothing)."""
-    fragment, _dropins = sdconf.unit_files(unit)
+    fragment, _dropins = sdpaths.unit_files(unit)
     if fragment is not None:
         return
-    for directory in sdconf.UNIT_DIRS:
+    for directory in sdpaths.UNIT_DIRS:
         path = '%s/%s' % (directory, unit)
         if os.path.islink(path) and os.path.realpath(path) == '/dev/null':
             raise sdconf.ConfError('unit: %s is masked (%s -> /dev/null); its limits would never '
                                    'apply' % (unit, path))
     raise sdconf.ConfError('unit: %s has no unit file in %s; systemd would ignore its drop-in '
                            '(install the unit first)' % (unit, ', '.join(
-                               d for d in sdconf.UNIT_DIRS if not d.endswith('.control'))))
+                               d for d in sdpaths.UNIT_DIRS if not d.endswith('.control'))))
 
 
 def plan_change(params, run, ceiling=None):
@@ -147,28 +152,28 @@ def plan_change(params, run, ceiling=None):
         raise changes.Failure('dropin: %r must be a file name ending with .conf' % dropin, result)
     try:
         if unit:
-            unit = sdconf.normalize_unit(unit)
-            section, prefix = sdconf.unit_section(unit), sdconf.UNIT_PREFIX
+            unit = sdpaths.normalize_unit(unit)
+            section, prefix = sdpaths.unit_section(unit), sdpaths.UNIT_PREFIX
         else:
-            section, prefix = sdconf.MANAGER_SECTION, sdconf.MANAGER_PREFIX
-        path = sdconf.dropin_path(scope, unit, dropin)
+            section, prefix = sdpaths.MANAGER_SECTION, sdpaths.MANAGER_PREFIX
+        path = sdpaths.dropin_path(scope, unit, dropin)
         result['path'] = path
         if unit and state == 'present':
             check_unit(unit)
         request = parse_request(params['limits'], state)
     except (model.LimitError, sdconf.ConfError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     if state == 'present':
-        result['limits'] = sdconf.limits_dict(request)
+        result['limits'] = sdlive.limits_dict(request)
 
-    errors, warnings = check_guards(request if state == 'present' else None,
-                                    ceiling or host_limits.Ceiling(), params['force'])
-    if errors:
-        raise changes.Failure('; '.join(errors), result, errors=errors)
+    refused, warnings = check_guards(request if state == 'present' else None,
+                                     ceiling or host_limits.Ceiling(), params['force'])
+    if refused:
+        raise changes.Failure('; '.join(refused), result, errors=refused)
 
     try:
         current = safe_file.read_bytes(path)
-        current_text = None if current is None else sdconf.decode_bytes(current)
+        current_text = text_codec.decode_bytes(current)
         new_text = sdconf.plan_edit(current_text, section, prefix, request, state, path)
         overlay = {path: new_text}
         if unit:
@@ -176,7 +181,7 @@ def plan_change(params, run, ceiling=None):
         else:
             resolution = sdconf.resolve_manager(scope, overlay=overlay, extra=path)
     except (safe_file.FileError, sdconf.ConfError, model.LimitError) as exc:
-        raise changes.Failure(str(exc), result)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     result['configured'] = resolution.configured()
     result['invalid'] = resolution.invalid
     warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in resolution.invalid)

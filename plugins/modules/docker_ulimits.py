@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
@@ -166,7 +166,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
 
 
 def main():
@@ -183,7 +183,7 @@ def main():
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,
     )
-    change = changes.run_guarded(module, runtime_plan.plan_docker, module.params, module)
+    change = changes.run_guarded(module, docker_plan.plan_docker, module.params, module)
     changes.finish(module, change, backup=module.params['backup'])
 
 

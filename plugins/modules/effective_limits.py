@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
@@ -117,7 +117,10 @@ contexts:
   sample: {login: {command: "runuser -l trainer -c 'cat /proc/self/limits'",
                    limits: {nofile: {soft: 16384, hard: 16384, human: "16384:16384"}}}}
 errors:
-  description: Probes that could not run, each with C(context) and C(msg).
+  description:
+    - Probes that could not run, each with C(context), C(msg) and C(kind).
+    - C(kind) is C(not_running) when the context's service does not run (a stopped unit, a
+      user manager without lingering) and C(host) when a command failed or printed no limits.
   returned: always
   type: list
   elements: dict
@@ -155,6 +158,7 @@ table:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 
 
@@ -172,10 +176,8 @@ def main():
             baseline=dict(type='dict'),
             timeout=dict(type='int', default=60),
         ),
-        required_if=[
-            ('contexts', 'docker', ('docker_image',)),
-            ('contexts', 'podman', ('podman_image',)),
-        ],
+        required_if=[('contexts', context.probe, (context.image_option,))
+                     for context in registry.REGISTRY if context.image_option],
         supports_check_mode=True,
     )
     try:

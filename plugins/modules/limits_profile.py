@@ -247,6 +247,18 @@ baseline:
   type: dict
   sample: {login: {command: "runuser -l trainer -c 'cat /proc/self/limits'",
                    limits: {nofile: {soft: 1024, hard: 20000, human: "1024:20000"}}}}
+probes:
+  description:
+    - For each context in RV(contexts) that effective_limits can probe, the name it is
+      probed as (C(pam) -> C(login), C(systemd_system) -> C(service), C(systemd_user) ->
+      C(user_manager), C(docker), C(podman)) and the effective_limits option its probe needs
+      (C(image), or null). Units are probed as C(unit:NAME) (RV(units)). The limits role
+      verifies from it; docs/contexts.md has the table.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{context: pam, probe: login, image: null},
+           {context: docker, probe: docker, image: docker_image}]
 context:
   description: The context whose guard or write failed.
   returned: failure
@@ -260,16 +272,18 @@ import shlex
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 
 
 def login_baseline(module, user):
     """{login: {command, limits}} of a login session of ``user`` now."""
-    command = effective.login_command(user)
-    rc, out, err = module.run_command(command, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    command = registry.named('pam').probe_command(user, None, {})
+    rc, out, err = module.run_command(command, environ_update=commands.c_env())
     entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
     if rc == 0:
         try:
@@ -297,14 +311,15 @@ def main():
             backup=dict(type='bool', default=False),
             baseline_user=dict(type='str'),
             pam_path=dict(type='path', default=pp.DEFAULTS['pam_path']),
-            dropin=dict(type='str', default=sdconf.DROPIN_NAME),
+            dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
             docker_daemon_json=dict(type='path', default=pp.DEFAULTS['docker_daemon_json']),
             podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={})
+    result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={},
+                  probes=[])
     if params['baseline_user']:
         # the limits role verifies as this user after the change: refuse a misspelt name now,
         # before any file is written or anything restarted
@@ -319,7 +334,9 @@ def main():
     except changes.Failure as exc:
         module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['contexts'] = contexts
-    result['units'] = [c[len('unit:'):] for c, _change in planned if c.startswith('unit:')]
+    result['probes'] = registry.probe_map(contexts)
+    result['units'] = [c[len(registry.UNIT_PREFIX):] for c, _change in planned
+                       if c.startswith(registry.UNIT_PREFIX)]
     pam = dict(planned).get('pam')
     if pam is not None:
         result['overrides'] = override_records(pam.result)

@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
@@ -128,7 +128,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
 
 
 def main():
@@ -144,7 +144,7 @@ def main():
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,
     )
-    change = changes.run_guarded(module, runtime_plan.plan_podman, module.params, module)
+    change = changes.run_guarded(module, podman_plan.plan_podman, module.params, module)
     changes.finish(module, change, backup=module.params['backup'])
 
 

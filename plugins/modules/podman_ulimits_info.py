@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
@@ -103,7 +103,8 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
 
@@ -124,16 +125,16 @@ def main():
         if not podman:
             module.fail_json(msg='image: the podman command is not installed', **result)
         command = [podman] + module.params['global_options'] + ['run', '--rm'] \
-            + module.params['run_options'] + ['--', image] + dj.PROBE_COMMAND
-        rc, out, err = module.run_command(command, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+            + module.params['run_options'] + ['--', image] + ctl.PROBE_COMMAND
+        rc, out, err = module.run_command(command, environ_update=commands.c_env())
         if rc != 0:
             module.fail_json(msg='image: %s failed (rc %d): %s'
                              % (' '.join(command), rc, (err or out).strip()), **result)
-        live_limits, shm = dj.parse_probe(out)
+        live_limits, shm = ctl.parse_probe(out)
         if not live_limits:
             module.fail_json(msg='image: no /proc/self/limits in the output of %s: %s'
                              % (' '.join(command), out.strip()[:500]), **result)
-        result['live'] = {'image': image, 'limits': dj.limits_result(live_limits),
+        result['live'] = {'image': image, 'limits': ctl.limits_result(live_limits),
                           'shm_size': shm}
     module.exit_json(**result)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
@@ -198,7 +198,7 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan as plan
 
 
@@ -209,7 +209,7 @@ def main():
             unit=dict(type='str'),
             limits=dict(type='dict'),
             state=dict(type='str', choices=['present', 'absent'], default='present'),
-            dropin=dict(type='str', default=sdconf.DROPIN_NAME),
+            dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
             on_conflict=dict(type='str', choices=['fail', 'warn'], default='fail'),
             force=dict(type='bool', default=False),
             backup=dict(type='bool', default=False),

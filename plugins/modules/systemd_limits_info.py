@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
@@ -126,8 +126,8 @@ systemd_running:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
 
 
 def main():
@@ -142,7 +142,7 @@ def main():
     params = module.params
 
     def run(args):
-        return module.run_command(args, environ_update=sdconf.live_env())
+        return module.run_command(args, environ_update=commands.live_env())
 
     try:
         result, errors = info.systemd_report(run, params['scope'], params['user'], params['units'])

@@ -7,6 +7,7 @@ from collections import OrderedDict
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit, UNLIMITED
@@ -315,14 +316,14 @@ def test_format_shm_size_is_exact(value, text):
 
 
 def test_complete_limits_takes_missing_side_from_current():
-    done = dj.complete_limits({'nofile': Limit(None, 4096)}, {'nofile': Limit(1024, 2048)})
+    done = ctl.complete_limits({'nofile': Limit(None, 4096)}, {'nofile': Limit(1024, 2048)})
     assert done == {'nofile': Limit(1024, 4096)}
     with pytest.raises(model.LimitError, match=r'ulimits.nofile: give both soft and hard'):
-        dj.complete_limits({'nofile': Limit(None, 4096)}, {})
+        ctl.complete_limits({'nofile': Limit(None, 4096)}, {})
     with pytest.raises(model.LimitError, match=r'ulimits.nofile: soft 8192 is above hard 2048'):
-        dj.complete_limits({'nofile': Limit(8192, None)}, {'nofile': Limit(1024, 2048)})
+        ctl.complete_limits({'nofile': Limit(8192, None)}, {'nofile': Limit(1024, 2048)})
     with pytest.raises(model.LimitError, match='not a resource limit'):
-        dj.complete_limits({'maxlogins': Limit(4, 4)}, {})
+        ctl.complete_limits({'maxlogins': Limit(4, 4)}, {})
 
 
 # --- docker.service flags ----------------------------------------------------------------
@@ -449,7 +450,7 @@ shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=1048576k,inode64 0 0
 
 
 def test_parse_probe():
-    limits, shm = dj.parse_probe(PROBE)
+    limits, shm = ctl.parse_probe(PROBE)
     assert limits['nofile'] == Limit(4096, 8192)
     assert limits['memlock'] == Limit(UNLIMITED, UNLIMITED)
     assert limits['nproc'] == Limit(1000, 2000)
@@ -457,6 +458,6 @@ def test_parse_probe():
 
 
 def test_limits_result():
-    out = dj.limits_result({'memlock': Limit(64 * 1024, UNLIMITED)}, {'memlock': '/d:1:2'})
+    out = ctl.limits_result({'memlock': Limit(64 * 1024, UNLIMITED)}, {'memlock': '/d:1:2'})
     assert out == {'memlock': {'soft': 65536, 'hard': 'unlimited', 'human': '64KiB:unlimited',
                                'source': '/d:1:2'}}

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -97,15 +98,15 @@ def test_public_limits_round_trip():
 
 
 def test_commands():
-    assert effective.login_command('trainer') == ['runuser', '-l', 'trainer', '-c',
-                                                  'cat /proc/self/limits']
-    assert effective.service_command('trainer')[-3:] == ['User=trainer', 'cat',
-                                                         '/proc/self/limits']
-    start, show, stop = effective.user_probe_commands('trainer', 1001, 'probe.service')
+    assert probes.login_command('trainer') == ['runuser', '-l', 'trainer', '-c',
+                                               'cat /proc/self/limits']
+    assert probes.service_command('trainer')[-3:] == ['User=trainer', 'cat',
+                                                      '/proc/self/limits']
+    start, show, stop = probes.user_probe_commands('trainer', 1001, 'probe.service')
     assert start[:5] == ['runuser', '-u', 'trainer', '--', 'env']
     assert 'XDG_RUNTIME_DIR=/run/user/1001' in start and '--unit=probe.service' in start
     assert show[-1] == stop[-1] == 'probe.service'
-    assert effective.container_command('podman', 'tiny', ['--ulimit', 'nofile=1:2']) == [
+    assert probes.container_command('podman', 'tiny', ['--ulimit', 'nofile=1:2']) == [
         'podman', 'run', '--rm', '--network=none', '--ulimit', 'nofile=1:2', 'tiny', 'cat',
         '/proc/self/limits']
     assert effective.unit_context('containerd') == 'unit:containerd.service'

@@ -125,19 +125,20 @@ def test_from_limits_conf_like_pam():
 ])
 def test_systemd_round_trip(item, limit, text):
     assert m.to_systemd(item, limit) == text
-    assert m.from_systemd(item, text) == limit
+    assert m.from_systemd_config(item, text) == limit
 
 
 def test_systemd_parsing():
-    assert m.from_systemd('memlock', '64K') == m.Limit(65536, 65536)
-    assert m.from_systemd('cpu', '1h') == m.Limit(3600, 3600)
-    assert m.from_systemd('nice', '30') == m.Limit(30, 30)        # raw value
-    assert m.from_systemd('nice', '-5') == m.Limit(25, 25)        # nice level
-    assert m.from_systemd('nofile', '18446744073709551615') == m.Limit(U, U)
+    assert m.from_systemd_config('memlock', '64K') == m.Limit(65536, 65536)
+    assert m.from_systemd_config('cpu', '1h') == m.Limit(3600, 3600)
+    assert m.from_systemd_config('nice', '30') == m.Limit(30, 30)        # raw value
+    assert m.from_systemd_config('nice', '-5') == m.Limit(25, 25)        # nice level
+    # RLIM_INFINITY as a number: systemctl show prints it; systemd refuses it in a file
+    assert m.from_systemd_show('nofile', '18446744073709551615') == U
     with pytest.raises(m.LimitError, match='soft 9000 is above hard 100'):
-        m.from_systemd('nproc', '9000:100')
-    with pytest.raises(m.LimitError, match='not a number'):
-        m.from_systemd('nofile', 'lots')
+        m.from_systemd_config('nproc', '9000:100')
+    with pytest.raises(m.LimitError, match="systemd cannot parse 'lots'"):
+        m.from_systemd_config('nofile', 'lots')
     assert m.systemd_key('nofile', 'DefaultLimit') == 'DefaultLimitNOFILE'
     assert m.item_from_systemd_key('LimitMEMLOCK').name == 'memlock'
     assert m.item_from_systemd_key('DefaultLimitNOFILESoft') is None
@@ -185,7 +186,7 @@ def test_systemd_and_docker_round_trip_property(name, a, b):
         a, b = a % 41, b % 41
     soft, hard = min(a, b), max(a, b)
     limit = m.Limit(soft, hard)
-    assert m.from_systemd(item, m.to_systemd(item, limit)) == limit
+    assert m.from_systemd_config(item, m.to_systemd(item, limit)) == limit
     assert m.from_docker(name, m.to_docker(item, limit))[1] == limit
     assert m.from_ulimit_string(m.to_ulimit_string(item, limit))[1] == limit
 

@@ -5,6 +5,7 @@ from hypothesis import given, strategies as st
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 SAMPLE = (
     "# /etc/security/limits.conf\n"
@@ -47,9 +48,9 @@ def test_classification():
     'u - memlock unlimited # c\n', '\xe9\xe8 soft nofile 3\n', 'a b c d e f\n', 'nonl soft nofile 4',
     '\r\n', 'r soft nofile 5\r\n']), max_size=30), st.binary(max_size=40))
 def test_round_trip_property(lines, junk):
-    text = ''.join(lines) + conf.decode_bytes(junk)
+    text = ''.join(lines) + text_codec.decode_bytes(junk)
     assert conf.parse(text).render() == text
-    assert conf.encode_text(conf.decode_bytes(conf.encode_text(text))) == conf.encode_text(text)
+    assert text_codec.encode_text(text_codec.decode_bytes(text_codec.encode_text(text))) == text_codec.encode_text(text)
 
 
 @pytest.mark.parametrize('domain,kind', [

@@ -6,20 +6,33 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker as ctx_docker
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import units as ctx_units
 
 
 def test_pam_entries_cover_every_domain_and_item():
-    entries = pp.pam_entries({'nofile': 65536, 'nproc': {'soft': 1, 'hard': 2}}, ['*', 'root'])
-    assert [(e['domain'], e['item'], e['value'], e['soft'], e['hard']) for e in entries] == [
-        ('*', 'nofile', 65536, None, None), ('*', 'nproc', None, 1, 2),
-        ('root', 'nofile', 65536, None, None), ('root', 'nproc', None, 1, 2)]
+    limits = model.parse_profile({'nofile': 65536, 'nproc': {'soft': 1, 'hard': 2}}, 'profile')
+    entries = pam_limits_plan.profile_entries(limits, ['*', 'root'])
+    assert [(e.domain, e.item.name, e.limit.soft, e.limit.hard) for e in entries] == [
+        ('*', 'nofile', 65536, 65536), ('*', 'nproc', 1, 2),
+        ('root', 'nofile', 65536, 65536), ('root', 'nproc', 1, 2)]
+    assert entries[3].where == 'profile.nproc (root nproc)'
+
+
+def test_pam_entries_name_what_the_user_wrote():
+    with pytest.raises(pam_limits_plan.PlanError, match=r'^profile\.nofile: nofile cannot be'):
+        pam_limits_plan.profile_entries(model.parse_profile({'nofile': 'unlimited'}), ['*'])
+    with pytest.raises(pam_limits_plan.PlanError, match=r"^domains\[1\]: 'bad domain' is not"):
+        pam_limits_plan.profile_entries(model.parse_profile({'nofile': 1}), ['*', 'bad domain'])
 
 
 def test_unit_list_adds_containerd_and_service_suffix_once():
-    assert pp.unit_list(['slurmd', 'kubelet.service', 'slurmd.service'], ['containerd']) == [
+    assert ctx_units.unit_list(['slurmd', 'kubelet.service', 'slurmd.service'], ['containerd']) == [
         'slurmd.service', 'kubelet.service', 'containerd.service']
-    assert pp.unit_list([], ['docker']) == []
+    assert ctx_units.unit_list([], ['docker']) == []
 
 
 def make(root, *paths):
@@ -49,9 +62,9 @@ def test_detect_contexts_without_a_running_systemd(tmp_path):
 
 
 def test_process_start_of_this_process_is_in_the_past():
-    started = pp.process_start(os.getpid())
+    started = ctx_docker.process_start(os.getpid())
     assert started is not None and started <= time.time() + 0.05
-    assert pp.process_start('999999999') is None
+    assert ctx_docker.process_start('999999999') is None
 
 
 def test_apply_all_puts_back_what_it_wrote_when_a_later_write_fails(tmp_path):

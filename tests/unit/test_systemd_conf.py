@@ -6,6 +6,9 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 U = m.UNLIMITED
 L = m.Limit
@@ -41,8 +44,8 @@ def test_round_trip_of_any_text(text):
 
 @given(st.binary())
 def test_round_trip_of_any_bytes(data):
-    text = sc.decode_bytes(data)
-    assert sc.encode_text(sc.ConfFile.parse(text).render()) == data
+    text = text_codec.decode_bytes(data)
+    assert text_codec.encode_text(sc.ConfFile.parse(text).render()) == data
 
 
 @settings(max_examples=60)
@@ -167,17 +170,17 @@ def test_plan_edit_absent_removes_file_when_empty():
     ('getty@tty1.service', 'getty@tty1.service'), ('user@', 'user@.service'),
     ('foo.socket', 'foo.socket')])
 def test_normalize_unit(name, expected):
-    assert sc.normalize_unit(name) == expected
+    assert sdpaths.normalize_unit(name) == expected
 
 
 @pytest.mark.parametrize('name', ['../etc/x', 'a/b.service', 'foo.timer', 'sp ace', ''])
 def test_normalize_unit_refuses(name):
     with pytest.raises(sc.ConfError):
-        sc.normalize_unit(name)
+        sdpaths.normalize_unit(name)
 
 
 def test_unit_names_include_template_prefixes_and_type():
-    assert sc.unit_names('foo-bar@x.service') == [
+    assert sdpaths.unit_names('foo-bar@x.service') == [
         'foo-bar@x.service', 'foo-bar@.service', 'foo-.service', 'service']
 
 
@@ -266,19 +269,19 @@ def test_unit_precedence(tmp_path):
     got = resolution.configured()
     assert got['nofile']['soft'] == 400 and got['nproc']['hard'] == 7 and got['core']['hard'] == 0
     assert resolution.skipped == []       # unit drop-ins are read independently
-    fragment, dropins = sc.unit_files('train', root=str(tmp_path))
+    fragment, dropins = sdpaths.unit_files('train', root=str(tmp_path))
     assert fragment == '/usr/lib/systemd/system/train.service'
     assert [os.path.basename(p) for p in dropins] == ['05-all.conf', '10-a.conf',
                                                       '15-broken.conf', '20-b.conf']
 
 
 def test_live_limits_from_show():
-    props = sc.parse_show('DefaultLimitNOFILE=524288\nDefaultLimitNOFILESoft=1024\n'
-                          'DefaultLimitMEMLOCK=infinity\nDefaultLimitMEMLOCKSoft=infinity\n')
-    assert sc.live_limits(props, 'DefaultLimit') == {'nofile': L(1024, 524288),
-                                                     'memlock': L(U, U)}
-    assert sc.differing({'nofile': L(1024, 524288), 'nproc': L(1, 1)},
-                        sc.live_limits(props, 'DefaultLimit')) == ['nproc']
+    props = sdlive.parse_show('DefaultLimitNOFILE=524288\nDefaultLimitNOFILESoft=1024\n'
+                              'DefaultLimitMEMLOCK=infinity\nDefaultLimitMEMLOCKSoft=infinity\n')
+    assert sdlive.live_limits(props, 'DefaultLimit') == {'nofile': L(1024, 524288),
+                                                         'memlock': L(U, U)}
+    assert sdlive.differing({'nofile': L(1024, 524288), 'nproc': L(1, 1)},
+                            sdlive.live_limits(props, 'DefaultLimit')) == ['nproc']
 
 
 def test_set_after_a_dangling_continuation_ends_it_first():

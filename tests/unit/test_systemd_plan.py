@@ -3,6 +3,7 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan as mod
 
 U = m.UNLIMITED
@@ -68,7 +69,7 @@ def test_conflicts_name_file_and_line(tmp_path):
     os.makedirs(os.path.dirname(late))
     with open(late, 'w') as handle:
         handle.write('[Manager]\n\nDefaultLimitNOFILE=2048\nDefaultLimitNPROC=4096\n')
-    mine = sc.dropin_path('system')
+    mine = sdpaths.dropin_path('system')
     request = {'nofile': L(4096, 16384), 'nproc': L(4096, 4096), 'core': L(0, 0)}
     text = sc.plan_edit(None, 'Manager', 'DefaultLimit', request, 'present')
     resolution = sc.resolve_manager('system', root=root, overlay={mine: text}, extra=mine)

@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a context is: the record every context of the registry (``contexts/__init__.py``)
+fills in. Private to the collection.
+
+A context is a place where a training process can start and get its limits. It has one name
+where it is configured (``pam``, ``systemd_system``, ... : limits_profile's ``contexts``) and,
+when a new process of its own can be started to read them, one name where it is probed
+(``login``, ``service``, ...: effective_limits' ``contexts``). docs/contexts.md has the table.
+
+Planners and reports are imported inside the methods that use them, so that a read-only
+report (effective_limits, limits_audit) that walks the registry loads no planner.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class Request(object):
+    """limits_profile's request, parsed once (``limits``: {item: Limit} from
+    limits_model.parse_profile) with the options the contexts need, as plain values."""
+
+    def __init__(self, profile, limits, contexts, domains=('*', 'root'), units=(),
+                 force=False, on_conflict='fail', dropin=None, docker_shm_size=None,
+                 paths=None):
+        self.profile = profile          # what the user wrote: {item: value or {soft, hard}}
+        self.limits = limits            # the same, parsed: {item: Limit}
+        self.contexts = list(contexts)  # the configured contexts to write
+        self.domains = list(domains)
+        self.units = list(units)
+        self.force = force
+        self.on_conflict = on_conflict
+        self.dropin = dropin
+        self.docker_shm_size = docker_shm_size
+        self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
+
+
+class Context(object):
+    """One context. Subclasses set the attributes and override the methods they need."""
+
+    #: where it is configured: limits_profile's ``contexts`` value (None: not a choice)
+    name = None
+    #: where it is probed: effective_limits' ``contexts`` value (None: no probe of its own)
+    probe = None
+    #: the effective_limits option a probe needs (``docker_image``), or None
+    image_option = None
+    #: the files it is configured in (documentation and the audit)
+    files = ()
+    #: limits_profile's option naming the file it writes, and that file's default
+    path_option = None
+    target = None
+    #: units that get the profile as ``Limit*=`` when this context is written (containerd)
+    units = ()
+    #: a change to it reaches user managers only through their restart (a PAM session or
+    #: the managers' defaults)
+    session = False
+    #: order of its restarts in ``actions.deferred`` (lower first)
+    restart_rank = 9
+    #: where a probed value comes from when no file sets it
+    fallback = ''
+
+    # --- configured: detection and planning (limits_profile) ---------------------------
+
+    def detect(self, root=''):
+        """Is the context present on the node? From files only (no service manager query)."""
+        return False
+
+    def owns(self, label):
+        """Is ``label`` (a planned change's context: ``pam``, ``unit:NAME``) this context's?"""
+        return label == self.name
+
+    def plans(self, request, host, ceiling):
+        """[(label, plan)]: ``plan()`` returns the changes.Change of one file, writing nothing,
+        or raises changes.Failure."""
+        return []
+
+    def act(self, change, actions, state, host):
+        """Fold a planned change into limits_profile's ``actions`` (``state``: scratch space
+        shared by the contexts during one call)."""
+
+    def settle(self, actions, state, host):
+        """Adjust ``actions`` once every change is folded in."""
+
+    def owed(self, actions, state, host, policy):
+        """[(unit, why)]: the restarts of workload units this context owes, which the
+        restart policy may defer; ``why`` says why a restart now would disturb a workload ('':
+        it would not; None: let the unit's cgroup tell)."""
+        return []
+
+    def restart_context(self, unit):
+        """The probed context a restart of ``unit`` applies to, or None when not this one's."""
+        return None
+
+    # --- probed: effective_limits and limits_audit ---------------------------------------
+
+    def probe_command(self, user, uid, params):
+        """The command whose output is the /proc/PID/limits text of a new process here."""
+        raise NotImplementedError
+
+    def run_probe(self, prober, user, uid, command):
+        """{item: Limit} a new process gets; raises effective.ProbeError."""
+        return prober.proc(command, self.probe)
+
+    def report(self, auditor):
+        """(the read-only report of its files, or None when absent; warnings)."""
+        return None, []
+
+    def audit_probe(self, report, auditor):
+        """Does the audit probe this context?"""
+        return report is not None
+
+    def configured(self, report):
+        """{item: {soft, hard, source, ...}} its files set, from :meth:`report`."""
+        return {}

@@ -1,0 +1,145 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Docker containers: dockerd's ``default-ulimits`` in daemon.json apply to every new
+container. Configured and probed as ``docker`` (``docker run`` of an image); a change needs
+dockerd restarted, which the restart policy defers while containers run without
+live-restore."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import time
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+
+DAEMON_JSON = dj.DAEMON_JSON
+UNIT = 'docker.service'
+
+
+def process_start(pid):
+    """Wall-clock start time of a process (seconds), or None."""
+    try:
+        with open('/proc/%s/stat' % pid) as handle:
+            fields = handle.read().rsplit(')', 1)[1].split()
+        with open('/proc/uptime') as handle:
+            uptime = float(handle.read().split()[0])
+    except (IOError, OSError, IndexError, ValueError):
+        return None
+    ticks = os.sysconf('SC_CLK_TCK')
+    return time.time() - uptime + int(fields[19]) / float(ticks)
+
+
+def dockerd_pid(host, pidfile='/run/docker.pid'):
+    """The running dockerd's PID: its pid file when it names a live dockerd, else systemd's."""
+    try:
+        with open(pidfile) as handle:
+            pid = handle.read().strip()
+        with open('/proc/%s/comm' % pid) as handle:
+            if pid.isdigit() and handle.read().strip() == 'dockerd':
+                return pid
+    except (IOError, OSError):
+        pass
+    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', UNIT],
+                                     environ_update=commands.c_env())
+    pid = out.strip() if rc == 0 else ''
+    return pid if pid.isdigit() and pid != '0' else None
+
+
+def docker_pending(host, path):
+    """True when daemon.json changed after the running dockerd started (a restart still owed)."""
+    pid = dockerd_pid(host)
+    if pid is None:
+        return False
+    started = process_start(pid)
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return False
+    return started is not None and mtime > started + 0.1
+
+
+def docker_busy(running):
+    if running.get('count') and not running.get('live_restore'):
+        return '%d running container(s) would be stopped (live-restore is off)' % running['count']
+    if running.get('count') is None:
+        return 'the running containers could not be counted'
+    return ''
+
+
+class Docker(Context):
+    name = 'docker'
+    probe = 'docker'
+    image_option = 'docker_image'
+    files = (DAEMON_JSON,)
+    path_option = 'docker_daemon_json'
+    target = DAEMON_JSON
+    restart_rank = 0
+    fallback = 'inherited from containerd'
+
+    def detect(self, root=''):
+        return sdpaths.unit_exists(UNIT, root)
+
+    def plans(self, request, host, ceiling):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
+
+        def plan():
+            # running containers are asked for only when a restart is due (owed)
+            return docker_plan.plan_docker(dict(
+                ulimits=request.profile, shm_size=request.docker_shm_size, purge=False,
+                path=request.paths[self.path_option], unit=UNIT, force=request.force),
+                host, ceiling, probe=False)
+        return [(self.name, plan)]
+
+    def act(self, change, actions, state, host):
+        state['docker_change'] = change
+        actions['docker_pending'] = not change.changed and docker_pending(host, change.path)
+        actions['docker'] = change.changed or actions['docker_pending']
+
+    def settle(self, actions, state, host):
+        if UNIT in actions['units']:
+            # dockerd restarts once, through the docker restart and its policy
+            actions['units'].remove(UNIT)
+            actions['docker'] = True
+
+    def owed(self, actions, state, host, policy):
+        if not actions['docker']:
+            return []
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
+        change = state.get('docker_change')
+        if change is not None:
+            docker_plan.probe_containers(change, host, policy)
+            running = change.result['running_containers']
+        else:
+            running = runtime_live.running_containers(host)
+        actions['running_containers'] = running
+        return [(UNIT, docker_busy(running) if policy == 'when_idle' else '')]
+
+    def restart_context(self, unit):
+        return self.probe if unit == UNIT else None
+
+    def probe_command(self, user, uid, params):
+        return probes.container_command('docker', params[self.image_option],
+                                        params['run_options'])
+
+    def report(self, auditor):
+        if self.name not in auditor.present:
+            return None, []
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        report = info.docker_report(auditor.host, running=False)
+        return report, ['daemon.json: %s' % p for p in report['problems']]
+
+    def audit_probe(self, report, auditor):
+        return report is not None and bool(auditor.params.get(self.image_option))
+
+    def configured(self, report):
+        return (report or {}).get('config', {}).get('default_ulimits') or {}
+
+
+CONTEXT = Docker()

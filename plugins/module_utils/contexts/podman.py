@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Podman containers: ``default_ulimits`` in containers.conf (and its drop-ins) apply to every
+new container; no daemon, so nothing restarts. Configured and probed as ``podman``."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+
+DROPIN = cc.DROPIN
+PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
+
+
+class Podman(Context):
+    name = 'podman'
+    probe = 'podman'
+    image_option = 'podman_image'
+    files = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf',
+             '/etc/containers/containers.conf.d/*.conf')
+    path_option = 'podman_dropin'
+    target = DROPIN
+    fallback = "Podman's built-in default"
+
+    def detect(self, root=''):
+        return any(os.path.exists(root + os.path.join(d, 'podman')) for d in PATH_DIRS)
+
+    def plans(self, request, host, ceiling):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
+
+        def plan():
+            return podman_plan.plan_podman(dict(
+                ulimits=request.profile, shm_size=None, purge=False,
+                path=request.paths[self.path_option], force=request.force), host, ceiling)
+        return [(self.name, plan)]
+
+    def probe_command(self, user, uid, params):
+        return probes.container_command('podman', params[self.image_option],
+                                        params['run_options'])
+
+    def report(self, auditor):
+        if self.name not in auditor.present:
+            return None, []
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        return info.podman_report(), []
+
+    def audit_probe(self, report, auditor):
+        return report is not None and bool(auditor.params.get(self.image_option))
+
+    def configured(self, report):
+        return (report or {}).get('config', {}).get('default_ulimits') or {}
+
+
+CONTEXT = Podman()

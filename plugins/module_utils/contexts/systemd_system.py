@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""System services: the system manager's ``DefaultLimit*=`` (system.conf and its drop-ins)
+apply to every service without its own ``Limit*=``. Configured as ``systemd_system``, probed
+as ``service`` (a transient ``systemd-run`` service); a change needs ``daemon-reexec``."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+
+
+def plan_manager(context, scope, request, host, ceiling):
+    """[(label, plan)] of a manager's drop-in (system or user scope)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
+
+    def plan():
+        return systemd_plan.plan_change(dict(
+            scope=scope, unit=None, limits=request.profile, state='present',
+            dropin=request.dropin, on_conflict=request.on_conflict, force=request.force),
+            host.run_command, ceiling)
+    return [(context, plan)]
+
+
+class SystemdSystem(Context):
+    name = 'systemd_system'
+    probe = 'service'
+    files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')
+    target = sdpaths.dropin_path(sdpaths.SYSTEM, None, sdpaths.DROPIN_NAME)
+    session = True
+    fallback = "systemd's built-in default"
+
+    def detect(self, root=''):
+        return sdlive.systemd_running(root)
+
+    def plans(self, request, host, ceiling):
+        return plan_manager(self.name, sdpaths.SYSTEM, request, host, ceiling)
+
+    def act(self, change, actions, state, host):
+        actions['reexec'] = bool(change.result.get('reexec_required'))
+
+    def probe_command(self, user, uid, params):
+        return probes.service_command(user)
+
+    def report(self, auditor):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        return info.systemd_report(auditor.run, sdpaths.SYSTEM, None, auditor.units)
+
+    def audit_probe(self, report, auditor):
+        return True
+
+    def configured(self, report):
+        return (report or {}).get('manager', {}).get('configured') or {}
+
+
+CONTEXT = SystemdSystem()

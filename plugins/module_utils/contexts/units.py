@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Units: one context per unit (``unit:NAME``) that gets the profile as ``Limit*=`` in a
+drop-in: limits_profile's ``units`` and the units other contexts name (containerd). Probed as
+``unit:NAME`` (the running unit's main process); a change needs ``daemon-reload`` and a
+restart, which the restart policy may defer for units that run workloads."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+
+PREFIX = 'unit:'
+# Units whose restart stops or disturbs the workloads they run: their restarts go through the
+# restart policy (``when_idle`` by default), as do the user managers (user@UID.service).
+WORKLOAD_UNITS = ('docker.service', 'containerd.service', 'crio.service', 'slurmd.service')
+
+
+def unit_list(units, contexts):
+    """``units`` then the units the configured ``contexts`` name (containerd.service for
+    containerd), with .service added, each once."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import REGISTRY
+
+    named = [unit for context in REGISTRY if context.name in contexts
+             for unit in context.units]
+    result = []
+    for name in list(units or []) + named:
+        name = sdpaths.unit_name(name)
+        if name not in result:
+            result.append(name)
+    return result
+
+
+class Units(Context):
+    files = ('/etc/systemd/system/UNIT.d/*.conf', 'the unit file')
+    restart_rank = 1
+    fallback = 'the unit or manager default'
+
+    def owns(self, label):
+        return label.startswith(PREFIX)
+
+    def plans(self, request, host, ceiling):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
+        found = []
+        for unit in unit_list(request.units, request.contexts):
+            def plan(unit=unit):
+                return systemd_plan.plan_change(dict(
+                    scope=None, unit=unit, limits=request.profile, state='present',
+                    dropin=request.dropin, on_conflict=request.on_conflict,
+                    force=request.force), host.run_command, ceiling)
+            found.append((PREFIX + unit, plan))
+        return found
+
+    def act(self, change, actions, state, host):
+        res = change.result
+        actions['daemon_reload'] = actions['daemon_reload'] or bool(
+            res.get('daemon_reload_required'))
+        actions['units'].extend(u for u in res.get('restart_required') or []
+                                if u not in actions['units'])
+
+    def owed(self, actions, state, host, policy):
+        return [(u, None) for u in actions['units'] if u in WORKLOAD_UNITS]
+
+
+CONTEXT = Units()

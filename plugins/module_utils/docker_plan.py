@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Planning Docker's daemon.json (default-ulimits, default-shm-size). Nothing is written here;
+docker_ulimits and limits_profile (the docker context) write the returned Change."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
+from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
+
+
+def plan_docker(params, host, ceiling=None, probe=True):
+    """The docker_ulimits plan. ``params``: the module's ulimits, shm_size, purge, path, unit,
+    force. ``probe``: ask dockerd for its running containers now (limits_profile asks only
+    when a restart is due)."""
+    path = params['path']
+    result = dict(changed=False, path=path, restart_required=False)
+
+    # 1. The request, in kernel units.
+    try:
+        requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
+    except model.LimitError as exc:
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
+
+    # 2. The file as it is.
+    try:
+        raw, data = dj.read(path)
+    except (dj.DaemonJsonError, FileError) as exc:
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
+    text = text_codec.decode_bytes(raw) or ''
+
+    # 3. The plan.
+    warnings = []
+    current = {}
+    section = data.get(dj.ULIMITS_KEY)
+    try:
+        if section is not None and not isinstance(section, dict):
+            dj.read_ulimits(data, text, path)          # raises, naming line and column
+        for name, entry in (section or {}).items():
+            try:
+                item, limit = model.from_docker(name, entry)
+            except model.LimitError as exc:
+                place = dj.where(text, (dj.ULIMITS_KEY, name), path)
+                if requested is None or (name not in requested and not params['purge']):
+                    raise dj.DaemonJsonError('%s: %s' % (place, exc))
+                warnings.append('%s: replacing the unreadable default-ulimits entry %r (%s)'
+                                % (place, name, exc))
+                continue
+            current[item.name] = limit
+        if requested is not None:
+            requested = ctl.complete_limits(requested, current, 'ulimits')
+    except (dj.DaemonJsonError, model.LimitError) as exc:
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
+    runtime_plan.guard(requested, params, result, ceiling, warnings)
+
+    new = dj.merge(data, requested, shm_size, params['purge'])
+
+    written = []
+    if requested is not None and new.get(dj.ULIMITS_KEY):
+        written.append(dj.ULIMITS_KEY)
+    if shm_size is not None:
+        written.append(dj.SHM_KEY)
+    conflicts = dj.unit_flag_conflicts(written, params['unit'])
+    if conflicts:
+        raise changes.Failure(dj.conflict_message(conflicts, path), result, conflicts=[
+            {'key': key, 'flag': flag, 'source': source} for key, flag, source in conflicts])
+
+    changed = new != data
+    new_text = text_codec.decode_bytes(dj.render(new)) if changed else text_codec.decode_bytes(raw)
+    result['default_ulimits'] = new.get(dj.ULIMITS_KEY, {})
+    result['default_shm_size'] = new.get(dj.SHM_KEY)
+    result['restart_required'] = changed
+    change = changes.Change(path, result, text_codec.decode_bytes(raw), new_text, changed=changed)
+    change.warnings = warnings
+    change.config = new
+    if probe:
+        probe_containers(change, host)
+    return change
+
+
+def probe_containers(change, host, policy='always'):
+    """Add running_containers to a docker Change's result (and the warning a restart needs).
+
+    ``policy``: the restart policy the caller follows (``when_idle`` and ``never`` defer the
+    restart instead of stopping containers, and the warning says so)."""
+    result = change.result
+    result['running_containers'] = runtime_live.running_containers(
+        host, change.config.get(dj.LIVE_RESTORE_KEY, False))
+    count = result['running_containers']['count']
+    if not change.changed or not count or result['running_containers']['live_restore']:
+        return
+    if policy == 'always':
+        change.warnings.append(
+            'restarting dockerd to apply %s stops the %d running container(s); live-restore is '
+            'off' % (os.path.basename(change.path), count))
+    else:
+        change.warnings.append(
+            'dockerd is not restarted while %d container(s) run (restart policy %s): new '
+            'containers get the old limits until it restarts' % (count, policy))

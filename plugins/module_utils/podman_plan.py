@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Planning Podman's containers.conf drop-in (default_ulimits, shm_size). Nothing is written
+here; podman_ulimits and limits_profile (the podman context) write the returned Change."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from collections import OrderedDict
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError, read_bytes
+
+
+def plan_podman(params, host, ceiling=None):
+    """The podman_ulimits plan. ``params``: ulimits, shm_size, purge, path, force."""
+    path = params['path']
+    result = dict(changed=False, path=path, restart_required=False, overridden_by=[])
+
+    try:
+        requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
+    except model.LimitError as exc:
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
+
+    try:
+        raw = read_bytes(path)
+        doc = cc.scan(raw if raw is not None else b'', path)
+        values = OrderedDict()
+        current, append, warnings = cc.current_ulimits(doc, requested, params['purge'])
+        final = current
+        if requested is not None:
+            requested = ctl.complete_limits(requested, current, 'ulimits')
+            runtime_plan.guard(requested, params, result, ceiling, warnings)
+            final = cc.merge_ulimits(current, requested, params['purge'])
+            entry = doc.get(cc.TABLE, cc.ULIMITS_KEY)
+            if final != current or (entry is None and final) or warnings:
+                values[cc.ULIMITS_KEY] = cc.render_ulimits(final, append) if final else None
+        shm_entry = doc.get(cc.TABLE, cc.SHM_KEY)
+        current_shm = None
+        if shm_entry is not None:
+            try:
+                current_shm = cc.read_shm(doc, shm_entry)
+            except cc.TomlError as exc:
+                if shm_size is None:
+                    raise
+                warnings.append('%s; replacing it' % exc)
+        if shm_size is not None and current_shm != shm_size:
+            values[cc.SHM_KEY] = cc.render_string(cc.format_shm_size(shm_size))
+        new_text = cc.set_values(doc.text, cc.TABLE, values, path) if values else doc.text
+    except (cc.TomlError, model.LimitError, FileError) as exc:
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
+
+    new_doc = cc.scan(new_text, path)
+    shm_entry = new_doc.get(cc.TABLE, cc.SHM_KEY)
+    result['default_ulimits'] = [model.to_ulimit_string(name, limit)
+                                 for name, limit in final.items()]
+    result['shm_size'] = new_doc.read_string(shm_entry)[0] if shm_entry is not None else None
+    changed = new_text != doc.text
+    keys = [key for key, present in ((cc.ULIMITS_KEY, final), (cc.SHM_KEY, shm_entry))
+            if present]
+    for place, key in cc.overriding_files(path, keys):
+        result['overridden_by'].append(place)
+        warnings.append('%s sets %s too and is read after %s, so it replaces this value'
+                        % (place, key, path))
+
+    result['running_containers'] = {'count': runtime_live.container_count(host, 'podman'),
+                                    'live_restore': None}
+    change = changes.Change(path, result, doc.text if raw is not None else None,
+                            new_text, changed=changed)
+    change.warnings = warnings
+    return change

@@ -1,0 +1,163 @@
+"""The registry of contexts (module_utils/contexts): one record per context, from which the
+modules' choices, the audit's texts and targets, the role's probes and the actions follow."""
+import os
+import subprocess
+import sys
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
+
+def test_the_two_vocabularies_come_from_the_records():
+    assert registry.CONFIGURED == pp.CONTEXTS == [
+        'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman']
+    assert registry.PROBED == effective.CONTEXTS == [
+        'login', 'service', 'user_manager', 'docker', 'podman']
+    names = [c.name for c in registry.REGISTRY if c.name]
+    probes = [c.probe for c in registry.REGISTRY if c.probe]
+    assert len(set(names)) == len(names) and len(set(probes)) == len(probes)
+
+
+def test_every_record_names_its_files_and_a_fallback_when_probed():
+    for context in registry.REGISTRY:
+        assert context.files, context
+        if context.probe:
+            assert context.fallback, context
+
+
+def test_probe_map_is_what_the_role_probes():
+    assert registry.probe_map(['pam', 'systemd_system', 'systemd_user', 'docker',
+                               'containerd', 'podman']) == [
+        dict(context='pam', probe='login', image=None),
+        dict(context='systemd_system', probe='service', image=None),
+        dict(context='systemd_user', probe='user_manager', image=None),
+        dict(context='docker', probe='docker', image='docker_image'),
+        dict(context='podman', probe='podman', image='podman_image')]
+    assert registry.probe_map(['containerd']) == []
+
+
+def test_a_deferred_restart_names_the_probed_context_it_leaves_pending():
+    assert registry.restart_context('docker.service') == 'docker'
+    assert registry.restart_context('user@1001.service') == 'user_manager'
+    assert registry.restart_context('slurmd.service') == 'unit:slurmd.service'
+
+
+def test_labels_of_planned_changes_belong_to_one_record():
+    assert registry.owner('pam').name == 'pam'
+    assert registry.owner('unit:containerd.service') is registry.owner('unit:x.service')
+    assert registry.owner('docker').probe == 'docker'
+
+
+def test_audit_texts_and_targets_come_from_the_records():
+    assert audit.FALLBACK == {
+        'login': 'no limits line (inherited from the login service)',
+        'service': "systemd's built-in default",
+        'user_manager': "the user manager's own limits",
+        'docker': 'inherited from containerd',
+        'podman': "Podman's built-in default",
+    }
+    assert audit.UNIT_FALLBACK == 'the unit or manager default'
+    assert audit.TARGETS == [
+        ('pam', '/etc/security/limits.d/90-gpufleet-tuning.conf'),
+        ('systemd_system', '/etc/systemd/system.conf.d/90-gpufleet-tuning.conf'),
+        ('systemd_user', '/etc/systemd/user.conf.d/90-gpufleet-tuning.conf'),
+        ('docker', '/etc/docker/daemon.json'),
+        ('podman', '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'),
+    ]
+    assert pp.DEFAULTS == dict(
+        pam_path='/etc/security/limits.d/90-gpufleet-tuning.conf',
+        docker_daemon_json='/etc/docker/daemon.json',
+        podman_dropin='/etc/containers/containers.conf.d/90-gpufleet-tuning.conf')
+
+
+class Host(object):
+    """run_command for actions(): no unit runs, no docker binary."""
+
+    def run_command(self, args, environ_update=None):
+        return 0, '0\n', ''
+
+    def get_bin_path(self, name):
+        return None
+
+
+def test_actions_fold_each_context_and_defer_with_the_context_pending():
+    unit = changes.Change('/x/slurmd.conf', dict(daemon_reload_required=True,
+                                                 restart_required=['slurmd.service',
+                                                                   'docker.service']),
+                          'a', 'b')
+    system = changes.Change('/x/system.conf', dict(reexec_required=True), 'a', 'a')
+    result = pp.actions([('systemd_system', system), ('unit:slurmd.service', unit)], Host(),
+                        'never')
+    assert result['reexec'] is True and result['daemon_reload'] is True
+    assert result['units'] == ['slurmd.service'] and result['docker'] is True
+    assert result['deferred'] == [
+        dict(unit='docker.service', reason='restart policy never', context='docker'),
+        dict(unit='slurmd.service', reason='restart policy never',
+             context='unit:slurmd.service')]
+    assert result['running_containers'] == {'count': None, 'live_restore': False}
+
+
+def test_a_probe_error_carries_its_kind():
+    assert issubclass(effective.ProbeError, errors.Error)
+    assert effective.ProbeError('x').kind == errors.HOST
+    assert effective.ProbeError('x', kind=errors.NOT_RUNNING).kind == 'not_running'
+
+
+def test_read_only_reports_load_no_planner():
+    code = ('import sys\n'
+            'sys.path.insert(0, %r)\n'
+            'from ansible_collections.gpufleet.tuning.plugins.module_utils import audit\n'
+            'from ansible_collections.gpufleet.tuning.plugins.module_utils import effective\n'
+            'print(sorted(m.rsplit(".", 1)[1] for m in sys.modules\n'
+            '             if m.startswith("ansible_collections.gpufleet.tuning.plugins.'
+            'module_utils.")))\n' % os.path.join(ROOT, 'build', 'collections'))
+    loaded = subprocess.check_output([sys.executable, '-c', code], universal_newlines=True)
+    for planner in ('pam_limits_plan', 'systemd_plan', 'runtime_plan', 'docker_plan',
+                    'podman_plan', 'profile_plan'):
+        assert "'%s'" % planner not in loaded, loaded
+
+
+def loaded_by(*modules):
+    code = ('import sys\n'
+            'sys.path.insert(0, %r)\n' % os.path.join(ROOT, 'build', 'collections')
+            + ''.join('import ansible_collections.gpufleet.tuning.plugins.module_utils.%s\n' % m
+                      for m in modules)
+            + 'print(sorted(m.rsplit(".", 1)[1] for m in sys.modules\n'
+              '             if m.startswith("ansible_collections.gpufleet.tuning.plugins.'
+              'module_utils.")))\n')
+    return subprocess.check_output([sys.executable, '-c', code], universal_newlines=True)
+
+
+def test_podman_code_does_not_load_dockers_module():
+    loaded = loaded_by('podman_plan', 'containers_conf')
+    assert "'docker_daemon_json'" not in loaded and "'docker_plan'" not in loaded, loaded
+
+
+def documented_choices(path, option):
+    """The choices of ``option`` in a module's DOCUMENTATION or a role's argument_specs."""
+    import ast
+    import yaml
+    with open(os.path.join(ROOT, path)) as handle:
+        text = handle.read()
+    if path.endswith('.py'):
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.Assign) and node.targets[0].id == 'DOCUMENTATION':
+                return yaml.safe_load(node.value.value)['options'][option]['choices']
+    return yaml.safe_load(text)['argument_specs']['main']['options'][option]['choices']
+
+
+def test_the_documented_choices_are_the_registrys():
+    """Ansible needs them as static YAML: a new context adds its name there too, and this test
+    says where it was forgotten."""
+    assert documented_choices('plugins/modules/limits_profile.py', 'contexts') == \
+        registry.CONFIGURED
+    assert documented_choices('roles/limits/meta/argument_specs.yml', 'limits_contexts') == \
+        registry.CONFIGURED
+    assert documented_choices('plugins/modules/effective_limits.py', 'contexts') == \
+        registry.PROBED
