@@ -513,7 +513,8 @@ _SD_TIME_TABLE = (('seconds', 10 ** 6), ('second', 10 ** 6), ('sec', 10 ** 6), (
                   ('d', 86400 * 10 ** 6), ('weeks', 604800 * 10 ** 6),
                   ('week', 604800 * 10 ** 6), ('w', 604800 * 10 ** 6),
                   ('years', 31557600 * 10 ** 6), ('year', 31557600 * 10 ** 6),
-                  ('y', 31557600 * 10 ** 6), ('usec', 1), ('us', 1), (u'\u03bcs', 1))
+                  ('y', 31557600 * 10 ** 6), ('usec', 1), ('us', 1), (u'\u03bcs', 1),
+                  (u'\u00b5s', 1))   # greek small letter mu and the micro sign (test-time-util.c)
 _U64_MAX = 2 ** 64 - 1
 
 
@@ -540,6 +541,16 @@ def _sd_strtoull(text, base=10):
 
 def _sd_u64(text):
     s = text.lstrip(_SD_WS)
+    # safe_atou64's mangle_base(): "0b" and "0o" prefixes (checked in systemd 252: 0o11 is 9).
+    if s[:2] in ('0b', '0B', '0o', '0O'):
+        digits = s[2:].lstrip(_SD_WS)
+        pattern = r'^[+-]?[01]+$' if s[1] in 'bB' else r'^[+-]?[0-7]+$'
+        if not re.match(pattern, digits):
+            raise ValueError('not a number')
+        value = int(digits, 2 if s[1] in 'bB' else 8)
+        if value > _U64_MAX or (digits.startswith('-') and value):
+            raise ValueError('out of range')
+        return value
     value, rest = _sd_strtoull(s, 0)
     if value is None or rest:
         raise ValueError('not a number')
@@ -677,7 +688,7 @@ def from_systemd_config(item, text, where='value'):
     ``text`` is what follows ``=`` (systemd strips the whole value first). Raises LimitError
     where systemd logs "Failed to parse resource value, ignoring" or "Soft resource limit chosen
     higher than hard limit, ignoring" and keeps the earlier value. Accepts what systemd accepts
-    and from_systemd does not: ``0x100`` and ``010`` (octal) counts, ``1.5K`` and ``1G 512M``
+    and from_systemd does not: ``0x100``, ``0o11``, ``0b11`` and ``010`` (octal) counts, ``1.5K`` and ``1G 512M``
     sizes, suffixed msgqueue sizes, ``1h30min`` and ``1500ms`` (rounded up) for cpu.
     """
     item = ITEMS[item] if isinstance(item, str) else item
