@@ -84,7 +84,7 @@ def parse_entries(raw_entries, state):
             item = model.get_item(raw.get('item'), where + '.item')
         except model.LimitError as exc:
             raise PlanError(str(exc))
-        if parsed.kind in ('all', 'allgroup') and item.kind != 'logins':
+        if parsed.kind in ('all', 'allgroup') and item.name != 'maxlogins':
             raise PlanError('%s.domain: %r applies to maxlogins only (pam_limits ignores it for '
                             '%s)' % (where, domain, item.name))
         limit = None
