@@ -199,6 +199,47 @@ def parse_duration(text, where='value'):
     return int(match.group(1)) * _TIME_UNITS[unit]
 
 
+_GO_FLOAT_RE = re.compile(r'^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$')
+_GO_UNITS = 'kmgtp'
+
+
+def parse_go_size(text, binary, where='value'):
+    """A size as docker/go-units reads it: ``RAMInBytes`` (binary, what dockerd uses for
+    ``default-shm-size``) or ``FromHumanSize`` (decimal, what Podman uses for ``shm_size``).
+
+    The number is a Go float (``32.5``, ``.3``, ``32.``, ``1e3``) cut from its suffix at the
+    first blank or after the last digit or dot; the suffix is ``b``, or k/m/g/t/p optionally
+    followed by ``b`` or ``ib``, in any letter case; the result is truncated to whole bytes.
+    Refused on purpose although Go reads them: ``inf``/``nan``, hexadecimal floats and sizes
+    of 2**63 bytes and more (Go's int64 conversion is undefined there).
+    """
+    text = str(text)
+    if ' ' in text:
+        number, suffix = text.split(' ', 1)
+    else:
+        cut = max(text.rfind(c) for c in '0123456789.')
+        if cut == -1:
+            raise LimitError('%s: %r is not a size (no number)' % (where, text))
+        number, suffix = text[:cut + 1], text[cut + 1:]
+    if not _GO_FLOAT_RE.match(number):
+        raise LimitError('%s: %r is not a size (%r is not a number)' % (where, text, number))
+    size = float(number)
+    if size < 0:
+        raise LimitError('%s: %r is not a size (negative)' % (where, text))
+    low = suffix.lower()
+    if low:
+        if len(low) > 3 or (low[0] == 'b' and len(low) > 1) or \
+                (low[0] != 'b' and (low[0] not in _GO_UNITS
+                                    or (len(low) == 2 and low[1] != 'b')
+                                    or (len(low) == 3 and low[1:] != 'ib'))):
+            raise LimitError('%s: %r is not a size (suffix %r)' % (where, text, suffix))
+        if low[0] != 'b':
+            size *= (1024 if binary else 1000) ** (_GO_UNITS.index(low[0]) + 1)
+    if size >= 2 ** 63:
+        raise LimitError('%s: size %r is too large' % (where, text))
+    return int(size)
+
+
 class Limit(object):
     """A soft/hard pair in kernel units (int) or UNLIMITED."""
 
@@ -772,20 +813,52 @@ def to_docker(item, limit):
     return {'Name': item.name, 'Soft': _docker_side(limit.soft), 'Hard': _docker_side(limit.hard)}
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _go_json_field(entry, field):
+    """The value Go's encoding/json puts in struct field ``field`` from a JSON object: an exact
+    key match, else any key equal to it case-insensitively; of several, the last one read."""
+    found = None
+    for key, value in entry.items():
+        if key == field or key.casefold() == field.casefold():
+            found = (key, value)
+    return found
+
+
 def from_docker(name, entry, where='default-ulimits'):
-    """A daemon.json ``default-ulimits`` entry -> (Item, Limit)."""
-    item = get_item(name, where)
-    if not item.is_rlimit:
-        raise LimitError('%s: %s is not a resource limit Docker can set' % (where, name))
+    """A daemon.json ``default-ulimits`` entry -> (Item, Limit), as dockerd decodes it.
+
+    dockerd decodes the entry into go-units' Ulimit with Go's encoding/json: the keys ``Name``,
+    ``Soft`` and ``Hard`` match in any letter case (``name``, ``SOFT``); the rlimit is
+    ``RLIMIT_`` + the upper-cased Name (``NOFILE`` is nofile); Soft and Hard are JSON integers
+    that fit an int64. Refused on purpose although dockerd starts with them: a Name that is not
+    the entry's key (dockerd sets the rlimit Name says but merges container ulimits by the key),
+    a missing or null Soft/Hard (dockerd uses 0), values below -1 (the kernel receives them as
+    huge unsigned numbers) and rttime (not managed by this collection).
+    """
     if not isinstance(entry, dict):
         raise LimitError('%s.%s: must be an object with Name, Soft and Hard' % (where, name))
-    if entry.get('Name') != item.name:
+    found = _go_json_field(entry, 'Name')
+    if found is None or not isinstance(found[1], str) or not found[1]:
         raise LimitError('%s.%s: "Name" must be %r (without it dockerd fails with "wrong '
-                         'rlimit value")' % (where, name, item.name))
+                         'rlimit value")' % (where, name, str(name).lower()))
+    entry_name = found[1]
+    if entry_name.lower() != str(name).lower():
+        raise LimitError('%s.%s: "Name" is %r: dockerd would set the %s limit Name gives while '
+                         'merging by the key %r; make them the same' % (where, name, entry_name,
+                                                                         entry_name, name))
+    if entry_name.lower() == 'rttime':
+        raise LimitError('%s.%s: rttime is a limit dockerd knows but gpufleet.tuning does not '
+                         'manage' % (where, name))
+    item = get_item(entry_name.lower(), where)
+    if not item.is_rlimit:
+        raise LimitError('%s: %s is not a resource limit Docker can set' % (where, name))
     sides = []
     for key in ('Soft', 'Hard'):
-        value = entry.get(key)
-        if not _is_int(value) or value < -1:
+        found = _go_json_field(entry, key)
+        value = found[1] if found else None
+        if not _is_int(value) or value < -1 or value > _INT64_MAX:
             raise LimitError('%s.%s.%s: must be an integer (-1 for unlimited), got %r'
                              % (where, name, key, value))
         sides.append(UNLIMITED if value == -1 else value)
@@ -802,9 +875,13 @@ def to_ulimit_string(item, limit):
 
 
 def from_ulimit_string(text, where='default_ulimits'):
-    match = re.match(r'^\s*([a-z]+)\s*=\s*(-?\d+)(?::(-?\d+))?\s*$', str(text))
+    """``NAME=SOFT[:HARD]`` -> (Item, Limit), as go-units ParseUlimit reads it (Podman's
+    default_ulimits, CRI-O, docker --ulimit): the name in lower case exactly, no blanks, Go
+    integers (a ``+`` sign is fine), a soft -1 only with a hard -1."""
+    match = re.match(r'^([a-z]+)=([+-]?[0-9]+)(?::([+-]?[0-9]+))?$', str(text))
     if not match:
-        raise LimitError('%s: %r is not NAME=SOFT[:HARD]' % (where, text))
+        raise LimitError('%s: %r is not NAME=SOFT[:HARD] as Podman reads it (lower-case name, '
+                         'no blanks)' % (where, text))
     hard = match.group(3) if match.group(3) is not None else match.group(2)
     return from_docker(match.group(1), {'Name': match.group(1), 'Soft': int(match.group(2)),
                                         'Hard': int(hard)}, where)
