@@ -846,8 +846,8 @@ def from_docker(name, entry, where='default-ulimits'):
     entry_name = found[1]
     if entry_name.lower() != str(name).lower():
         raise LimitError('%s.%s: "Name" is %r: dockerd would set the %s limit Name gives while '
-                         'merging by the key %r; make them the same' % (where, name, entry_name,
-                                                                         entry_name, name))
+                         'merging by the key %r; make them the same'
+                         % (where, name, entry_name, entry_name, name))
     if entry_name.lower() == 'rttime':
         raise LimitError('%s.%s: rttime is a limit dockerd knows but gpufleet.tuning does not '
                          'manage' % (where, name))

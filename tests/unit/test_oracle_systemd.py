@@ -89,6 +89,7 @@ PARSE_UTIL_CASES = [
     ('nofile', '0x12345', L(0x12345, 0x12345)),
 ]
 
+
 # TEST(parse_sec), through cpu (rlimit_parse_sec: seconds, rounded up).
 def _sec(usec):
     return L(-(-usec // 10 ** 6), -(-usec // 10 ** 6))
