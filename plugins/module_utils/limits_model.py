@@ -387,19 +387,20 @@ def to_limits_conf(item, value, where='value'):
 
 
 def _c_strtoull(text):
-    """C ``strtoull(text, &end, 10)``: (value, rest, sign) or (None, text, '') without digits.
+    """C ``strtoull(text, &end, 10)``: (value, rest, sign, overflow), value None without digits.
 
     An overflow gives ULLONG_MAX (ERANGE, which pam_limits does not check); ``-N`` is negated
     modulo 2**64, as C does."""
     match = re.match(r'^[ \t\n\v\f\r]*([+-]?)([0-9]+)', text)
     if not match:
-        return None, text, ''
+        return None, text, '', False
     value = int(match.group(2))
-    if value > RLIM_INFINITY:
+    overflow = value > RLIM_INFINITY
+    if overflow:
         value = RLIM_INFINITY
     elif match.group(1) == '-':
         value = (2 ** 64 - value) % 2 ** 64
-    return value, text[match.end():], match.group(1)
+    return value, text[match.end():], match.group(1), overflow
 
 
 def _c_strtol_int(text):
@@ -449,24 +450,28 @@ def from_limits_conf(item, text, nr_open=None):
         if item.kind == 'nice':
             return 20 - max(-20, min(19, number)), problem
         return number, problem
-    number, rest, sign = _c_strtoull(text)
+    number, rest, sign, overflow = _c_strtoull(text)
     if number is None:
         return None, 'value %r is not a number' % text
     problems = []
     if rest.strip(' \t'):
         problems.append('text after the value (%r) is ignored by pam_limits' % rest.strip(' \t'))
-    if sign == '-' and number:
+    if sign == '-' and number and not overflow:
         problems.append('negative value %s: pam_limits reads it with strtoull as %d'
                         % (text[:len(text) - len(rest)].strip(), number))
+    if overflow:
+        problems.append('a number above 18446744073709551615 is read as unlimited')
+    scale = {'size': 1024, 'time': 60}.get(item.kind)
+    if scale and RLIM_INFINITY // scale <= number < RLIM_INFINITY:
+        problems.append('%d %s does not fit 64 bits: pam_limits makes it unlimited'
+                        % (number, 'KiB' if scale == 1024 else 'minutes'))
     problem = '; '.join(problems) or None
     if number == RLIM_INFINITY:
         if item.name == 'nofile':
             return _pam_nofile_unlimited(nr_open, problem)
         return UNLIMITED, problem
-    if item.kind == 'size':
-        return (UNLIMITED if number >= RLIM_INFINITY // 1024 else number * 1024), problem
-    if item.kind == 'time':
-        return (UNLIMITED if number >= RLIM_INFINITY // 60 else number * 60), problem
+    if scale:
+        return (UNLIMITED if number >= RLIM_INFINITY // scale else number * scale), problem
     return number, problem
 
 

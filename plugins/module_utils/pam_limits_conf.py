@@ -252,7 +252,7 @@ class Line(object):
             self._invalid('unknown type %r (soft, hard or -)' % self.type)
             return
         if self.parsed_domain.kind in ('allgroup', 'all') and item.name != 'maxlogins':
-            self._invalid('%%-domains apply to maxlogins only; pam_limits ignores this line')
+            self._invalid('%-domains apply to maxlogins only; pam_limits ignores this line')
             return
         kernel, problem = model.from_limits_conf(item, self.value_text)
         if self.pam_version is None:
