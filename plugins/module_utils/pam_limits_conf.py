@@ -233,7 +233,8 @@ class Line(object):
         words = [w for w in re.split('[%s]+' % _C_SPACE, body) if w]
         self.value = words[3].lower()
         self.value_text = value.lower()
-        if self.pam_version is None and len(words) > 4:
+        if len(words) > 4 and (self.pam_version is None
+                               or tuple(self.pam_version) < PAM_SPLIT_REST):
             self.problem = 'text after the value (%r) is ignored' % ' '.join(words[4:])
         try:
             self.parsed_domain = parse_domain(self.domain)

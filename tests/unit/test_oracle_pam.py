@@ -269,3 +269,9 @@ def test_community_general_value_rules(item, value, accepted):
 def test_counts():
     assert (len(VALUE_CASES), len(LINE_CASES), len(EXAMPLES), len(VERSION_CASES),
             len(MATCH_CASES), len(CG_CASES), len(CG_VALUES)) == (43, 23, 11, 6, 10, 3, 11)
+
+
+def test_extra_words_are_reported_for_every_version():
+    for version in (None, (1, 5), (1, 7)):
+        line = conf.parse('alice soft nofile 1024 extra\n', pam_version=version).lines[0]
+        assert line.kind == 'entry' and 'ignored' in line.problem, version
