@@ -151,6 +151,7 @@ def test_limits_conf_5_examples(text, domain_kind, ltype, item, kernel):
 
 
 # Linux-PAM 1.5 (sscanf of four words) and 1.6+ (split(): the rest of the line is the value).
+# Seen in real su - sessions: Debian 12's 1.5.2 and Debian 13's 1.7.0 (unlimited\r, extra).
 VERSION_CASES = [
     ('alice soft nofile 1024 extra', 1024, 1024),
     ('alice soft nofile unlimited extra', U, None),
