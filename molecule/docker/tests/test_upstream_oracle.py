@@ -26,6 +26,11 @@ def _write(host, path, text):
                                                     path))
 
 
+def _pages_kib(size):
+    """tmpfs rounds its size up to whole 4 KiB pages."""
+    return (size + 4095) // 4096 * 4
+
+
 def _restart_dockerd(host):
     host.run('systemctl reset-failed docker.service docker.socket')
     return host.run('timeout 90 systemctl restart docker.service').rc == 0
@@ -64,8 +69,7 @@ def test_dockerd_reads_default_shm_size_as_we_do(host, converged, value):
     started = _restart_dockerd(host)
     assert started == (ours is not None), (value, ours)
     if started:
-        # tmpfs rounds up to whole pages
-        assert container_shm_kib(host, DOCKER) == -(-ours // 4096) * 4
+        assert container_shm_kib(host, DOCKER) == _pages_kib(ours)
 
 
 PODMAN_VARIANTS = [
@@ -97,7 +101,7 @@ def test_podman_reads_containers_conf_as_we_do(host, converged, text):
         for item, (limit, _pos) in (ours_ulimits or {}).items():
             assert (limits[item].soft, limits[item].hard) == (limit.soft, limit.hard), item
         if ours_shm:
-            assert container_shm_kib(host, PODMAN) == -(-ours_shm // 4096) * 4
+            assert container_shm_kib(host, PODMAN) == _pages_kib(ours_shm)
     host.run('rm -f %s' % ORACLE_DROPIN)
 
 
