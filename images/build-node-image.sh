@@ -39,6 +39,8 @@ case "$distro" in
   rockylinux8) suite=; base_image=rockylinux:8; family=rhel ;;
   *) echo "unknown distro: $distro" >&2; exit 2 ;;
 esac
+# From Debian 13 the docker command is its own package, which docker.io only recommends.
+[ "$distro" = debian13 ] && pkgs="$pkgs,docker-cli"
 
 registry_ok() {
   [ "${GPUFLEET_NO_REGISTRY:-0}" = 1 ] && return 1
