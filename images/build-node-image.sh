@@ -6,7 +6,7 @@
 #
 #   images/build-node-image.sh DISTRO
 #
-# DISTRO: debian12 | debian11 | ubuntu2004 | ubuntu2204 | ubuntu2404 | rockylinux9 | rockylinux8
+# DISTRO: debian13 | debian12 | debian11 | ubuntu2004 | ubuntu2204 | ubuntu2404 | rockylinux9 | rockylinux8
 #
 # Where a registry is reachable the image is built FROM the usual base image
 # (images/Dockerfile.<family>); otherwise Debian images fall back to debootstrap from the apt
@@ -29,6 +29,7 @@ pkgs="$pkgs,ca-certificates,docker.io,iptables,busybox-static"
 extra_pkgs="podman"
 
 case "$distro" in
+  debian13) suite=trixie; base_image=debian:13; family=debian ;;
   debian12) suite=bookworm; base_image=debian:12; family=debian ;;
   debian11) suite=bullseye; base_image=debian:11; family=debian ;;
   ubuntu2004) suite=; base_image=ubuntu:20.04; family=debian ;;
@@ -38,6 +39,8 @@ case "$distro" in
   rockylinux8) suite=; base_image=rockylinux:8; family=rhel ;;
   *) echo "unknown distro: $distro" >&2; exit 2 ;;
 esac
+# From Debian 13 the docker command is its own package, which docker.io only recommends.
+[ "$distro" = debian13 ] && pkgs="$pkgs,docker-cli"
 
 registry_ok() {
   [ "${GPUFLEET_NO_REGISTRY:-0}" = 1 ] && return 1
@@ -52,8 +55,8 @@ if registry_ok; then
 fi
 
 if [ -z "$suite" ]; then
-  echo "no registry reachable, and $distro has no offline fallback (only debian12 and debian11" \
-       "are built with debootstrap)" >&2
+  echo "no registry reachable, and $distro has no offline fallback (only debian13, debian12 and" \
+       "debian11 are built with debootstrap)" >&2
   exit 3
 fi
 

@@ -35,9 +35,12 @@ DROPIN = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
 TABLE = 'containers'
 ULIMITS_KEY = 'default_ulimits'
 SHM_KEY = 'shm_size'
-# What Podman (containers/common) reads for root, in order; a later file overrides a key.
+# What Podman (containers/common pkg/config systemConfigs()) reads for root, in order; a later
+# file overrides a key. Drop-ins are read from /etc/containers/containers.conf.d only: there is
+# no /usr/share/containers/containers.conf.d. (containers/common 0.58+, Podman 5, also reads
+# $XDG_CONFIG_HOME or $HOME/.config/containers/containers.conf(.d) for root; not modelled.)
 MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf')
-DROPIN_DIRS = ('/usr/share/containers/containers.conf.d', '/etc/containers/containers.conf.d')
+DROPIN_DIRS = ('/etc/containers/containers.conf.d',)
 
 
 class TomlError(errors.Error, ValueError):
@@ -117,7 +120,9 @@ class Document(object):
 
     def read_strings(self, entry):
         """An array of strings -> ([(string, offset)], append); append is Podman's
-        ``{append=true}`` marker (the list is added to the earlier files' list)."""
+        ``{append=true}`` attribute (the list is added to the earlier files' list): True, False
+        (``{append=false}``) or None (not given), as containers/common's attributedstring.Slice
+        reads it; another key or a non-boolean value is an error there too."""
         text = self.text
         pos = entry.value_start
         if text[pos:pos + 1] != '[':
@@ -125,7 +130,7 @@ class Document(object):
                             % (self.place(pos), entry.key))
         pos += 1
         items = []
-        append = False
+        append = None
         expect_value = True
         while True:
             pos = _skip_blank(text, pos)
@@ -148,8 +153,17 @@ class Document(object):
                 pos = end
             elif char == '{':
                 end = _value_end(text, pos, self.path)
-                if re.search(r'\bappend\s*=\s*true\b', text[pos:end]):
-                    append = True
+                body = text[pos + 1:end - 1].strip()
+                for pair in (body.split(',') if body else []):
+                    key, _eq, value = pair.partition('=')
+                    key = key.strip().strip('"\'')
+                    if key != 'append':
+                        raise TomlError('%s: unsupported key %r in %s (Podman knows append only)'
+                                        % (self.place(pos), key, entry.key))
+                    if value.strip() not in ('true', 'false'):
+                        raise TomlError('%s: append must be true or false, found %r'
+                                        % (self.place(pos), value.strip()))
+                    append = value.strip() == 'true'
                 pos = end
             else:
                 raise TomlError('%s: %s holds strings only, found %r'
@@ -348,22 +362,17 @@ def read_ulimits(doc, entry):
     return result, append
 
 
-_PODMAN_SIZE_RE = re.compile(r'^(\d+(?:\.\d+)?) ?([kKmMgGtTpP])?[iI]?[bB]?$')
-
-
 def parse_podman_size(text, where=SHM_KEY):
     """A containers.conf size -> bytes, as Podman reads it (go-units FromHumanSize): suffixes
     are powers of 1000 whatever follows them, so ``256m`` and ``256MiB`` are 256000000 bytes
     (checked with Podman 4.3: ``shm_size = "256m"`` gives a 250000 KiB /dev/shm). This differs
-    from limits_model.parse_size (base 1024, as Docker and systemd read sizes) on purpose."""
-    match = _PODMAN_SIZE_RE.match(str(text).strip())
-    if not match:
-        raise model.LimitError('%s: %r is not a size Podman reads (a number of bytes, or with '
-                               'k, m, g, t as powers of 1000)' % (where, text))
-    factor = 1000 ** (' kmgtp'.index(match.group(2).lower()) if match.group(2) else 0)
-    whole, _dot, fraction = match.group(1).partition('.')
-    return (int(whole) * factor) + (int(fraction) * factor // 10 ** len(fraction)
-                                    if fraction else 0)
+    from limits_model.parse_size (base 1024, as Docker and systemd read sizes) on purpose.
+    The grammar is go-units' (limits_model.parse_go_size)."""
+    try:
+        return model.parse_go_size(text, False, where)
+    except model.LimitError:
+        raise model.LimitError('%s: %r is not a size Podman reads (a number of bytes, or one '
+                               'with k, m, g, t, p as powers of 1000)' % (where, text))
 
 
 def read_shm(doc, entry):
@@ -390,12 +399,13 @@ def config_files(root=''):
     if override:
         return [override] if os.path.isfile(root + override) else []
     files = [path for path in MAIN_FILES if os.path.isfile(root + path)]
-    chosen = {}
     for directory in DROPIN_DIRS:
-        for path in glob.glob(root + os.path.join(directory, '*.conf')):
-            chosen[os.path.basename(path)] = path[len(root):]
-    # Drop-ins are read by file name; /etc's file of the same name replaces /usr/share's.
-    return files + [chosen[name] for name in sorted(chosen)]
+        names = [os.path.basename(path) for path in glob.glob(root + os.path.join(directory, '*.conf'))
+                 if not os.path.isdir(path)]
+        # os.ReadDir order: by file name, bytewise.
+        files.extend(os.path.join(directory, name)
+                     for name in sorted(names, key=lambda n: n.encode('utf-8', 'surrogateescape')))
+    return files
 
 
 def effective(root=''):
@@ -404,6 +414,9 @@ def effective(root=''):
 
     A file that cannot be read is reported in problems (Podman itself would refuse it)."""
     result = {'default_ulimits': OrderedDict(), 'shm_size': None, 'files': [], 'problems': []}
+    # attributedstring.Slice keeps its append attribute from one file to the next: once a file
+    # says {append=true}, later files append too until one says {append=false}.
+    sticky_append = None
     for path in config_files(root):
         raw = read_bytes(root + path)
         if raw is None:
@@ -414,7 +427,9 @@ def effective(root=''):
             entry = doc.get(TABLE, ULIMITS_KEY)
             if entry is not None:
                 limits, append = read_ulimits(doc, entry)
-                if not append:
+                if append is not None:
+                    sticky_append = append
+                if not sticky_append:
                     result['default_ulimits'] = OrderedDict()
                 for name, (limit, pos) in limits.items():
                     result['default_ulimits'][name] = (limit, doc.place(pos))
@@ -435,7 +450,7 @@ def current_ulimits(doc, requested=None, purge=False):
     result = OrderedDict()
     warnings = []
     if entry is None:
-        return result, False, warnings
+        return result, None, warnings
     items, append = doc.read_strings(entry)
     for value, pos in items:
         try:
@@ -467,12 +482,21 @@ def merge_ulimits(current, requested, purge=False):
     return result
 
 
-def render_ulimits(limits, append=False):
+def render_ulimits(limits, append=None):
+    """``default_ulimits`` value; ``append`` True/False keeps an ``{append=true}`` or
+    ``{append=false}`` attribute (None writes none). An explicit false is kept, not dropped:
+    the attribute is sticky across files in Podman 5, so without it an earlier file's
+    ``{append=true}`` would make this list append instead of replace."""
     values = [model.to_ulimit_string(name, limit) for name, limit in limits.items()]
     rendered = render_strings(values)
-    if append:
-        rendered = rendered[:-1] + (', ' if values else '') + '{append=true}]'
+    if append is not None:
+        rendered = rendered[:-1] + (', ' if values else '') + \
+            ('{append=true}]' if append else '{append=false}]')
     return rendered
+
+
+APPEND_NOTE = ('Podman before 5.0 (containers/common before 0.58) refuses a containers.conf '
+               'whose default_ulimits holds an {append=...} attribute ("incompatible types")')
 
 
 def overriding_files(path, keys, root=''):

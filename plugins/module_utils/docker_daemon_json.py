@@ -238,15 +238,22 @@ def read_ulimits(data, text=None, path=DAEMON_JSON):
 
 
 def read_shm_size(data, text=None, path=DAEMON_JSON):
-    """``default-shm-size`` -> bytes, or None when absent. Unreadable -> DaemonJsonError."""
+    """``default-shm-size`` -> bytes, or None when absent. Unreadable -> DaemonJsonError.
+
+    As dockerd reads it (opts.MemBytes.UnmarshalJSON): a JSON string, which go-units'
+    RAMInBytes reads (``1G``, ``512m``, ``1.5GiB``, ``64 MB``; base 1024). A JSON number stops
+    dockerd ("invalid size"), so it is refused here too."""
     value = data.get(SHM_KEY)
     if value is None:
         return None
     try:
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise model.LimitError('%s: must be a size string such as "8G", got %r'
-                                   % (SHM_KEY, value))
-        return model.parse_size(str(value), SHM_KEY)
+        if not isinstance(value, str):
+            raise model.LimitError('%s: must be a JSON string such as "8G" (dockerd refuses to '
+                                   'start with %r, a %s)' % (SHM_KEY, value,
+                                                             type(value).__name__))
+        if not value:
+            raise model.LimitError('%s: an empty string stops dockerd ("invalid size")' % SHM_KEY)
+        return model.parse_go_size(value, True, SHM_KEY)
     except model.LimitError as exc:
         raise DaemonJsonError('%s: %s' % (where(text, (SHM_KEY,), path), exc))
 

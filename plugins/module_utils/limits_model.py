@@ -203,6 +203,47 @@ def parse_duration(text, where='value'):
     return int(match.group(1)) * _TIME_UNITS[unit]
 
 
+_GO_FLOAT_RE = re.compile(r'^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$')
+_GO_UNITS = 'kmgtp'
+
+
+def parse_go_size(text, binary, where='value'):
+    """A size as docker/go-units reads it: ``RAMInBytes`` (binary, what dockerd uses for
+    ``default-shm-size``) or ``FromHumanSize`` (decimal, what Podman uses for ``shm_size``).
+
+    The number is a Go float (``32.5``, ``.3``, ``32.``, ``1e3``) cut from its suffix at the
+    first blank or after the last digit or dot; the suffix is ``b``, or k/m/g/t/p optionally
+    followed by ``b`` or ``ib``, in any letter case; the result is truncated to whole bytes.
+    Refused on purpose although Go reads them: ``inf``/``nan``, hexadecimal floats and sizes
+    of 2**63 bytes and more (Go's int64 conversion is undefined there).
+    """
+    text = str(text)
+    if ' ' in text:
+        number, suffix = text.split(' ', 1)
+    else:
+        cut = max(text.rfind(c) for c in '0123456789.')
+        if cut == -1:
+            raise LimitError('%s: %r is not a size (no number)' % (where, text))
+        number, suffix = text[:cut + 1], text[cut + 1:]
+    if not _GO_FLOAT_RE.match(number):
+        raise LimitError('%s: %r is not a size (%r is not a number)' % (where, text, number))
+    size = float(number)
+    if size < 0:
+        raise LimitError('%s: %r is not a size (negative)' % (where, text))
+    low = suffix.lower()
+    if low:
+        if len(low) > 3 or (low[0] == 'b' and len(low) > 1) or \
+                (low[0] != 'b' and (low[0] not in _GO_UNITS
+                                    or (len(low) == 2 and low[1] != 'b')
+                                    or (len(low) == 3 and low[1:] != 'ib'))):
+            raise LimitError('%s: %r is not a size (suffix %r)' % (where, text, suffix))
+        if low[0] != 'b':
+            size *= (1024 if binary else 1000) ** (_GO_UNITS.index(low[0]) + 1)
+    if size >= 2 ** 63:
+        raise LimitError('%s: size %r is too large' % (where, text))
+    return int(size)
+
+
 class Limit(object):
     """A soft/hard pair in kernel units (int) or UNLIMITED."""
 
@@ -349,44 +390,101 @@ def to_limits_conf(item, value, where='value'):
     return str(value)
 
 
+def _c_strtoull(text):
+    """C ``strtoull(text, &end, 10)``: (value, rest, sign, overflow), value None without digits.
+
+    An overflow gives ULLONG_MAX (ERANGE, which pam_limits does not check); ``-N`` is negated
+    modulo 2**64, as C does."""
+    match = re.match(r'^[ \t\n\v\f\r]*([+-]?)([0-9]+)', text)
+    if not match:
+        return None, text, '', False
+    value = int(match.group(2))
+    overflow = value > RLIM_INFINITY
+    if overflow:
+        value = RLIM_INFINITY
+    elif match.group(1) == '-':
+        value = (2 ** 64 - value) % 2 ** 64
+    return value, text[match.end():], match.group(1), overflow
+
+
+def _c_strtol_int(text):
+    """C ``strtol`` clamped to an int, as pam_limits reads priority, nice and maxlogins."""
+    match = re.match(r'^[ \t\n\v\f\r]*([+-]?[0-9]+)', text)
+    if not match:
+        return None, text
+    value = max(-2 ** 31, min(2 ** 31 - 1, int(match.group(1))))
+    return value, text[match.end():]
+
+
+_PAM_UNLIMITED_WORDS = ('-1', '-', 'unlimited', 'infinity')
+
+
 def from_limits_conf(item, text, nr_open=None):
-    """limits.conf value text -> kernel value, with pam_limits' own parsing rules.
+    """limits.conf value text -> kernel value, with pam_limits' own parsing rules
+    (process_limit() in Linux-PAM's modules/pam_limits/pam_limits.c).
 
     Returns (value, problem). ``value`` is None when pam_limits would skip the line;
     ``problem`` is a reason string or None. nofile unlimited becomes ``nr_open`` when given
     (Linux-PAM >= 1.5.2 substitutes fs.nr_open).
+
+    ``text`` is the value as pam_limits sees it (lower-cased by it): one word before
+    Linux-PAM 1.6, the rest of the line from 1.6 on (see pam_limits_conf.Line). Numbers are read
+    with strtoull/strtol: text after the number is ignored, ``0x10`` is 0, a negative number
+    wraps around modulo 2**64 (``-2`` is 18446744073709551614), an overflow is RLIM_INFINITY;
+    a size or cpu value that would overflow when scaled becomes unlimited.
     """
     item = ITEMS[item] if isinstance(item, str) else item
-    text = text.strip().lower()
+    text = text.strip(' \t').lower()
     if item.kind == 'bool':
         if text in ('0', '1'):
             return int(text), None
-        return None, 'nonewprivs takes 0 or 1'
-    if item.kind not in ('priority', 'nice') and text in ('-1', '-', 'unlimited', 'infinity'):
+        return 0, ('nonewprivs takes 0 or 1: pam_limits logs "wrong limit value" for %r and '
+                   'sets nonewprivs to 0' % text)
+    if item.kind not in ('priority', 'nice') and text in _PAM_UNLIMITED_WORDS:
         if item.name == 'nofile':
-            if nr_open is not None:
-                return nr_open, 'nofile unlimited: pam_limits substitutes fs.nr_open (%d)' % nr_open
-            return UNLIMITED, 'nofile unlimited: older PAM passes RLIM_INFINITY, which fails'
+            return _pam_nofile_unlimited(nr_open, None)
         return UNLIMITED, None
-    match = re.match(r'^([+-]?\d+)(.*)$', text)
-    if not match:
-        return None, 'value %r is not a number' % text
-    number = int(match.group(1))
-    problem = None
-    if match.group(2).strip():
-        problem = 'text after the value (%r) is ignored by pam_limits' % match.group(2).strip()
-    if item.kind in ('priority', 'logins'):
+    if item.kind in ('priority', 'logins', 'nice'):
+        number, rest = _c_strtol_int(text)
+        if number is None:
+            return None, 'value %r is not a number' % text
+        problem = None
+        if rest.strip(' \t'):
+            problem = 'text after the value (%r) is ignored by pam_limits' % rest.strip(' \t')
+        if item.kind == 'nice':
+            return 20 - max(-20, min(19, number)), problem
         return number, problem
-    if item.kind == 'nice':
-        number = max(-20, min(19, number))
-        return 20 - number, problem
-    if number < 0:
-        return None, 'negative value %s' % number
-    if item.kind == 'size':
-        return number * 1024, problem
-    if item.kind == 'time':
-        return number * 60, problem
+    number, rest, sign, overflow = _c_strtoull(text)
+    if number is None:
+        return None, 'value %r is not a number' % text
+    problems = []
+    if rest.strip(' \t'):
+        problems.append('text after the value (%r) is ignored by pam_limits' % rest.strip(' \t'))
+    if sign == '-' and number and not overflow:
+        problems.append('negative value %s: pam_limits reads it with strtoull as %d'
+                        % (text[:len(text) - len(rest)].strip(), number))
+    if overflow:
+        problems.append('a number above 18446744073709551615 is read as unlimited')
+    scale = {'size': 1024, 'time': 60}.get(item.kind)
+    if scale and RLIM_INFINITY // scale <= number < RLIM_INFINITY:
+        problems.append('%d %s does not fit 64 bits: pam_limits makes it unlimited'
+                        % (number, 'KiB' if scale == 1024 else 'minutes'))
+    problem = '; '.join(problems) or None
+    if number == RLIM_INFINITY:
+        if item.name == 'nofile':
+            return _pam_nofile_unlimited(nr_open, problem)
+        return UNLIMITED, problem
+    if scale:
+        return (UNLIMITED if number >= RLIM_INFINITY // scale else number * scale), problem
     return number, problem
+
+
+def _pam_nofile_unlimited(nr_open, problem):
+    if nr_open is not None:
+        note = 'nofile unlimited: pam_limits substitutes fs.nr_open (%d)' % nr_open
+        return nr_open, '; '.join(p for p in (problem, note) if p)
+    note = 'nofile unlimited: older PAM passes RLIM_INFINITY, which fails'
+    return UNLIMITED, '; '.join(p for p in (problem, note) if p)
 
 
 # --- systemd ------------------------------------------------------------------------------
@@ -450,7 +548,8 @@ _SD_TIME_TABLE = (('seconds', 10 ** 6), ('second', 10 ** 6), ('sec', 10 ** 6), (
                   ('d', 86400 * 10 ** 6), ('weeks', 604800 * 10 ** 6),
                   ('week', 604800 * 10 ** 6), ('w', 604800 * 10 ** 6),
                   ('years', 31557600 * 10 ** 6), ('year', 31557600 * 10 ** 6),
-                  ('y', 31557600 * 10 ** 6), ('usec', 1), ('us', 1), (u'\u03bcs', 1))
+                  ('y', 31557600 * 10 ** 6), ('usec', 1), ('us', 1), (u'\u03bcs', 1),
+                  (u'\u00b5s', 1))   # greek small letter mu and the micro sign (test-time-util.c)
 _U64_MAX = 2 ** 64 - 1
 
 
@@ -477,6 +576,16 @@ def _sd_strtoull(text, base=10):
 
 def _sd_u64(text):
     s = text.lstrip(_SD_WS)
+    # safe_atou64's mangle_base(): "0b" and "0o" prefixes (checked in systemd 252: 0o11 is 9).
+    if s[:2] in ('0b', '0B', '0o', '0O'):
+        digits = s[2:].lstrip(_SD_WS)
+        pattern = r'^[+-]?[01]+$' if s[1] in 'bB' else r'^[+-]?[0-7]+$'
+        if not re.match(pattern, digits):
+            raise ValueError('not a number')
+        value = int(digits, 2 if s[1] in 'bB' else 8)
+        if value > _U64_MAX or (digits.startswith('-') and value):
+            raise ValueError('out of range')
+        return value
     value, rest = _sd_strtoull(s, 0)
     if value is None or rest:
         raise ValueError('not a number')
@@ -614,7 +723,8 @@ def from_systemd_config(item, text, where='value'):
     ``text`` is what follows ``=`` (systemd strips the whole value first). Raises LimitError
     where systemd logs "Failed to parse resource value, ignoring" or "Soft resource limit chosen
     higher than hard limit, ignoring" and keeps the earlier value. Accepts what systemd accepts
-    and a lenient reader would not: ``0x100`` and ``010`` (octal) counts, ``1.5K`` and ``1G 512M``
+    and a lenient reader would not: ``0x100``, ``0o11``, ``0b11`` and ``010`` (octal) counts,
+    ``1.5K`` and ``1G 512M``
     sizes, suffixed msgqueue sizes, ``1h30min`` and ``1500ms`` (rounded up) for cpu.
     """
     item = ITEMS[item] if isinstance(item, str) else item
@@ -646,20 +756,52 @@ def to_docker(item, limit):
     return {'Name': item.name, 'Soft': _docker_side(limit.soft), 'Hard': _docker_side(limit.hard)}
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _go_json_field(entry, field):
+    """The value Go's encoding/json puts in struct field ``field`` from a JSON object: an exact
+    key match, else any key equal to it case-insensitively; of several, the last one read."""
+    found = None
+    for key, value in entry.items():
+        if key == field or key.casefold() == field.casefold():
+            found = (key, value)
+    return found
+
+
 def from_docker(name, entry, where='default-ulimits'):
-    """A daemon.json ``default-ulimits`` entry -> (Item, Limit)."""
-    item = get_item(name, where)
-    if not item.is_rlimit:
-        raise LimitError('%s: %s is not a resource limit Docker can set' % (where, name))
+    """A daemon.json ``default-ulimits`` entry -> (Item, Limit), as dockerd decodes it.
+
+    dockerd decodes the entry into go-units' Ulimit with Go's encoding/json: the keys ``Name``,
+    ``Soft`` and ``Hard`` match in any letter case (``name``, ``SOFT``); the rlimit is
+    ``RLIMIT_`` + the upper-cased Name (``NOFILE`` is nofile); Soft and Hard are JSON integers
+    that fit an int64. Refused on purpose although dockerd starts with them: a Name that is not
+    the entry's key (dockerd sets the rlimit Name says but merges container ulimits by the key),
+    a missing or null Soft/Hard (dockerd uses 0), values below -1 (the kernel receives them as
+    huge unsigned numbers) and rttime (not managed by this collection).
+    """
     if not isinstance(entry, dict):
         raise LimitError('%s.%s: must be an object with Name, Soft and Hard' % (where, name))
-    if entry.get('Name') != item.name:
+    found = _go_json_field(entry, 'Name')
+    if found is None or not isinstance(found[1], str) or not found[1]:
         raise LimitError('%s.%s: "Name" must be %r (without it dockerd fails with "wrong '
-                         'rlimit value")' % (where, name, item.name))
+                         'rlimit value")' % (where, name, str(name).lower()))
+    entry_name = found[1]
+    if entry_name.lower() != str(name).lower():
+        raise LimitError('%s.%s: "Name" is %r: dockerd would set the %s limit Name gives while '
+                         'merging by the key %r; make them the same'
+                         % (where, name, entry_name, entry_name, name))
+    if entry_name.lower() == 'rttime':
+        raise LimitError('%s.%s: rttime is a limit dockerd knows but gpufleet.tuning does not '
+                         'manage' % (where, name))
+    item = get_item(entry_name.lower(), where)
+    if not item.is_rlimit:
+        raise LimitError('%s: %s is not a resource limit Docker can set' % (where, name))
     sides = []
     for key in ('Soft', 'Hard'):
-        value = entry.get(key)
-        if not _is_int(value) or value < -1:
+        found = _go_json_field(entry, key)
+        value = found[1] if found else None
+        if not _is_int(value) or value < -1 or value > _INT64_MAX:
             raise LimitError('%s.%s.%s: must be an integer (-1 for unlimited), got %r'
                              % (where, name, key, value))
         sides.append(UNLIMITED if value == -1 else value)
@@ -676,9 +818,13 @@ def to_ulimit_string(item, limit):
 
 
 def from_ulimit_string(text, where='default_ulimits'):
-    match = re.match(r'^\s*([a-z]+)\s*=\s*(-?\d+)(?::(-?\d+))?\s*$', str(text))
+    """``NAME=SOFT[:HARD]`` -> (Item, Limit), as go-units ParseUlimit reads it (Podman's
+    default_ulimits, CRI-O, docker --ulimit): the name in lower case exactly, no blanks, Go
+    integers (a ``+`` sign is fine), a soft -1 only with a hard -1."""
+    match = re.match(r'^([a-z]+)=([+-]?[0-9]+)(?::([+-]?[0-9]+))?$', str(text))
     if not match:
-        raise LimitError('%s: %r is not NAME=SOFT[:HARD]' % (where, text))
+        raise LimitError('%s: %r is not NAME=SOFT[:HARD] as Podman reads it (lower-case name, '
+                         'no blanks)' % (where, text))
     hard = match.group(3) if match.group(3) is not None else match.group(2)
     return from_docker(match.group(1), {'Name': match.group(1), 'Soft': int(match.group(2)),
                                         'Hard': int(hard)}, where)

@@ -41,7 +41,13 @@ LIMITS_CONF = '/etc/security/limits.conf'
 LIMITS_DIR = '/etc/security/limits.d'
 TYPES = ('soft', 'hard', '-')
 
-_NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$')
+# What can never be part of a domain read from a file: pam_limits splits fields on blanks and
+# cuts the line at '#'. Anything else is a name pam_limits compares with strcmp() (users) or
+# looks up (groups): ``alice@example.com``, ``DOMAIN\\bob``, ``1x`` all are valid domains.
+_NOT_IN_NAME_RE = re.compile(r'[\s#]')
+# Linux-PAM versions: None means unknown (read as before 1.6, problems name the difference).
+PAM_SPLIT_REST = (1, 6)
+_C_SPACE = ' \t\n\v\f\r'
 
 
 def split_lines(text):
@@ -66,30 +72,58 @@ class Domain(object):
                 'wildcard': CLASS_DEFAULT}[self.kind]
 
 
+def _c_strtoul(text):
+    """C ``strtoul(text, &end, 10)`` with pam_limits' checks: (value, rest) or None when it fails
+    (no digits, or above ULONG_MAX: errno). ``-N`` wraps modulo 2**64; the uid_t/gid_t it is
+    stored in keeps the low 32 bits."""
+    match = re.match(r'^[ \t\n\v\f\r]*([+-]?)([0-9]+)', text)
+    if not match:
+        return None
+    value = int(match.group(2))
+    if value >= 2 ** 64:
+        return None
+    if match.group(1) == '-':
+        value = (2 ** 64 - value) % 2 ** 64
+    return value % 2 ** 32, text[match.end():]
+
+
 def _parse_range(text):
     """pam_limits' parse_uid_range: None (no ':'), ('one', n, n), ('min', n, None),
-    ('mm', a, b); raises ValueError for a malformed range."""
+    ('mm', a, b); raises ValueError for a malformed range (pam_limits skips the line)."""
     if ':' not in text:
         return None
     body = text[1:] if text[:1] in ('@', '%') else text
     left, right = body.split(':', 1)
-    if left == '':
-        if not right.isdigit():
-            raise ValueError('range %r needs a number after ":"' % text)
-        return ('one', int(right), int(right))
-    if not left.isdigit():
-        raise ValueError('range %r has a bad minimum' % text)
+    low = None
+    if left != '':
+        parsed = _c_strtoul(left)
+        if parsed is None or parsed[1] != '':
+            raise ValueError('range %r has a bad minimum' % text)
+        low = parsed[0]
     if right == '':
-        return ('min', int(left), None)
-    if not right.isdigit():
+        if low is None:
+            raise ValueError('range %r needs a number after ":"' % text)
+        return ('min', low, None)
+    parsed = _c_strtoul(right)
+    if parsed is None or parsed[1] != '':
         raise ValueError('range %r has a bad maximum' % text)
-    return ('mm', int(left), int(right))
+    if low is None:
+        return ('one', parsed[0], parsed[0])
+    return ('mm', low, parsed[0])
 
 
 def parse_domain(text):
-    """Domain text -> Domain; raises ValueError with the reason when malformed."""
+    """Domain text -> Domain; raises ValueError with the reason when malformed.
+
+    As pam_limits reads it: a uid/gid range when the text holds ':', ``*``, ``%``, ``@group``,
+    ``%group``, else a user name compared literally with the login name (any text, such as
+    ``alice@example.com``). Whitespace and ``#`` are refused: they cannot be written into a line.
+    """
     if not text:
         raise ValueError('empty domain')
+    if _NOT_IN_NAME_RE.search(text):
+        raise ValueError('%r: a domain cannot hold blanks or "#" (limits.conf splits fields on '
+                         'blanks and starts a comment at "#")' % text)
     rng = _parse_range(text)
     if text == '*':
         return Domain(text, 'wildcard')
@@ -98,33 +132,55 @@ def parse_domain(text):
     if text[0] == '@':
         if rng:
             return Domain(text, 'gid_range', rng=rng)
-        if not _NAME_RE.match(text[1:]):
-            raise ValueError('%r is not a valid @group domain' % text)
+        if len(text) == 1:
+            raise ValueError('%r names no group' % text)
         return Domain(text, 'group', name=text[1:])
     if text[0] == '%':
         if rng:
             if rng[0] != 'one':
                 raise ValueError('%r: ranges are not supported for %%group' % text)
             return Domain(text, 'allgroup', rng=rng)
-        if not _NAME_RE.match(text[1:]):
-            raise ValueError('%r is not a valid %%group domain' % text)
         return Domain(text, 'allgroup', name=text[1:])
     if rng:
         return Domain(text, 'uid_range', rng=rng)
-    if not _NAME_RE.match(text):
-        raise ValueError('%r is not a user name, @group, uid range or *' % text)
     return Domain(text, 'user', name=text)
+
+
+def split_fields(body, pam_version=None):
+    """The fields pam_limits finds in a line (comment and newline already cut off):
+    (fields, value). Before Linux-PAM 1.6, sscanf("%s%s%s%s"): up to four words, any more are
+    ignored. From 1.6 on, split(): three words separated by blanks or tabs, then the rest of the
+    line, trimmed of blanks and tabs, is the value (``1024 extra`` and ``unlimited\r`` included).
+    ``fields`` holds the words (at most four, the value last); ``value`` is the value text."""
+    if pam_version is not None and tuple(pam_version) >= PAM_SPLIT_REST:
+        rest = body
+        fields = []
+        for _index in range(3):
+            rest = rest.lstrip(' \t')
+            match = re.match(r'^[^ \t]+', rest)
+            if not match:
+                break
+            fields.append(match.group(0))
+            rest = rest[match.end() + 1:]
+        value = rest.strip(' \t') if len(fields) == 3 else ''
+        if value:
+            fields.append(value)
+        return fields, value or None
+    words = [w for w in re.split('[%s]+' % _C_SPACE, body) if w]
+    return words[:4], (words[3] if len(words) >= 4 else None)
 
 
 class Line(object):
     """One line of a limits file. ``kind``: 'blank', 'comment', 'entry', 'nolimit', 'invalid'."""
 
-    def __init__(self, raw, lineno, path=None):
+    def __init__(self, raw, lineno, path=None, pam_version=None):
         self.raw = raw
         self.lineno = lineno
         self.path = path
+        self.pam_version = pam_version
         self.kind = 'blank'
         self.domain = self.type = self.item = self.value = None
+        self.value_text = None          # the value as this pam_limits version reads it
         self.parsed_domain = None
         self.problem = None
         self._classify()
@@ -134,12 +190,18 @@ class Line(object):
         return '%s:%d' % (self.path or '<text>', self.lineno)
 
     def _classify(self):
-        line = self.raw.lstrip()
-        body = line.split('#', 1)[0].rstrip('\n')
-        if not body.strip():
-            self.kind = 'comment' if '#' in line else 'blank'
+        # parse_config_file(): skip leading isspace(), cut at '#', then at '\n'.
+        line = self.raw.lstrip(_C_SPACE)
+        body = line.split('#', 1)[0].split('\n', 1)[0]
+        if not body:
+            self.kind = 'comment' if line.startswith('#') else 'blank'
             return
-        tokens = body.replace('\t', ' ').split()
+        tokens, value = split_fields(body, self.pam_version)
+        try:
+            rng_error = None
+            _parse_range(tokens[0])
+        except ValueError as exc:
+            rng_error = str(exc)
         if len(tokens) == 2 and tokens[1].startswith('-'):
             self.kind = 'nolimit'
             self.domain = tokens[0]
@@ -148,6 +210,10 @@ class Line(object):
             except ValueError as exc:
                 self._invalid(str(exc))
             return
+        if rng_error:
+            self.domain = tokens[0]
+            self._invalid('invalid uid range: %s' % rng_error)
+            return
         if len(tokens) < 4:
             self._invalid('expected "<domain> <type> <item> <value>", found %d field%s'
                           % (len(tokens), '' if len(tokens) == 1 else 's'))
@@ -155,14 +221,21 @@ class Line(object):
         self.domain = tokens[0]
         self.type = tokens[1].lower()
         self.item = tokens[2].lower()
-        self.value = tokens[3].lower()
         self.kind = 'entry'
-        if len(tokens) > 4:
-            self.problem = 'text after the value (%r) is ignored' % ' '.join(tokens[4:])
+        words = [w for w in re.split('[%s]+' % _C_SPACE, body) if w]
+        self.value = words[3].lower()
+        self.value_text = value.lower()
+        if len(words) > 4 and (self.pam_version is None
+                               or tuple(self.pam_version) < PAM_SPLIT_REST):
+            self.problem = 'text after the value (%r) is ignored' % ' '.join(words[4:])
         try:
             self.parsed_domain = parse_domain(self.domain)
         except ValueError as exc:
             self._invalid(str(exc))
+            return
+        if self.item == 'rttime':
+            self._invalid('rttime is applied by pam_limits 1.7.1 and later only (older versions '
+                          'ignore the line); gpufleet.tuning does not manage rttime')
             return
         if self.item not in model.ITEMS:
             self._invalid('unknown item %r' % self.item)
@@ -171,15 +244,27 @@ class Line(object):
         if self.type not in TYPES and item.kind not in ('logins', 'bool'):
             self._invalid('unknown type %r (soft, hard or -)' % self.type)
             return
-        if self.parsed_domain.kind in ('allgroup', 'all') and item.kind != 'logins':
-            self._invalid('%%-domains apply to maxlogins only; pam_limits ignores this line')
+        if self.parsed_domain.kind in ('allgroup', 'all') and item.name != 'maxlogins':
+            self._invalid('%-domains apply to maxlogins only; pam_limits ignores this line')
             return
-        value, problem = model.from_limits_conf(item, self.value)
-        if value is None:
+        kernel, problem = model.from_limits_conf(item, self.value_text)
+        if self.pam_version is None:
+            newer_text = split_fields(body, PAM_SPLIT_REST)[1]
+            newer_text = newer_text.lower() if newer_text else newer_text
+            if newer_text != self.value_text:
+                newer = model.from_limits_conf(item, newer_text)
+                if newer[0] != kernel:
+                    problem = ('Linux-PAM before 1.6 reads the value %r, 1.6 and later read %r '
+                               'and %s' % (self.value_text, newer_text,
+                                           'skip the line' if newer[0] is None else
+                                           'apply %s' % model.format_human(item, newer[0])))
+        if kernel is None:
             self._invalid(problem)
             return
         if problem and not self.problem:
             self.problem = problem
+        elif problem and problem not in self.problem:
+            self.problem = '%s; %s' % (self.problem, problem)
 
     def _invalid(self, reason):
         self.kind = 'invalid'
@@ -196,7 +281,7 @@ class Line(object):
         return (self.type,) if self.type in ('soft', 'hard') else ('soft', 'hard')
 
     def kernel_value(self, nr_open=None):
-        return model.from_limits_conf(self.item, self.value, nr_open)[0]
+        return model.from_limits_conf(self.item, self.value_text, nr_open)[0]
 
     def as_dict(self):
         result = {'path': self.path, 'line': self.lineno, 'text': self.raw.rstrip('\n')}
@@ -209,9 +294,10 @@ class Line(object):
 
 
 class LimitsFile(object):
-    def __init__(self, path, text):
+    def __init__(self, path, text, pam_version=None):
         self.path = path
-        self.lines = [Line(raw, n + 1, path) for n, raw in enumerate(split_lines(text))]
+        self.lines = [Line(raw, n + 1, path, pam_version)
+                      for n, raw in enumerate(split_lines(text))]
 
     def render(self):
         return ''.join(line.raw for line in self.lines)
@@ -224,8 +310,11 @@ class LimitsFile(object):
                 or (line.kind == 'entry' and line.problem)]
 
 
-def parse(text, path=None):
-    return LimitsFile(path, text)
+def parse(text, path=None, pam_version=None):
+    """``pam_version``: Linux-PAM's (major, minor) when known; it decides how the value field is
+    read (see split_fields). Unknown (None): read as before 1.6, and a line the versions read
+    differently says so in its problem."""
+    return LimitsFile(path, text, pam_version)
 
 
 def format_line(domain, ltype, item, value):
@@ -372,7 +461,7 @@ def resolve(files, user, kernel=None, nr_open=None, root_wildcards=True):
 
 def _process(line, klass, state, other, nr_open):
     item = model.ITEMS[line.item]
-    if klass in (CLASS_ALL, CLASS_ALLGROUP) and item.kind != 'logins':
+    if klass in (CLASS_ALL, CLASS_ALLGROUP) and item.name != 'maxlogins':
         return
     value = line.kernel_value(nr_open)
     if value is None:

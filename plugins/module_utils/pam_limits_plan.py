@@ -74,7 +74,7 @@ def check_domain(where, domain):
 
 
 def check_domain_item(where, domain, parsed, item):
-    if parsed.kind in ('all', 'allgroup') and item.kind != 'logins':
+    if parsed.kind in ('all', 'allgroup') and item.name != 'maxlogins':
         raise PlanError('%s: %r applies to maxlogins only (pam_limits ignores it for %s)'
                         % (where, domain, item.name))
 

@@ -34,6 +34,9 @@ def plan_podman(params, host, ceiling=None):
         doc = cc.scan(raw if raw is not None else b'', path)
         values = OrderedDict()
         current, append, warnings = cc.current_ulimits(doc, requested, params['purge'])
+        if append is not None:
+            warnings.append('%s: keeping its {append=%s}; %s' % (path, str(append).lower(),
+                                                                 cc.APPEND_NOTE))
         final = current
         if requested is not None:
             requested = ctl.complete_limits(requested, current, 'ulimits')

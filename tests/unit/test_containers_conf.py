@@ -35,7 +35,7 @@ def test_scan_finds_tables_entries_and_multiline_arrays():
     assert SAMPLE[entry.value_start:entry.value_end].startswith('[\n  "nofile')
     assert SAMPLE[entry.value_start:entry.value_end].endswith(',\n]')
     limits, append = cc.read_ulimits(doc, entry)
-    assert append is False
+    assert append is None        # no {append=...} attribute
     assert [(n, l) for n, (l, _pos) in limits.items()] == [
         ('nofile', Limit(1024, 2048)), ('memlock', Limit(UNLIMITED, UNLIMITED))]
     assert doc.place(limits['nofile'][1]) == '/c.conf:9:3'
@@ -163,7 +163,7 @@ def test_podman_reads_sizes_in_powers_of_1000(text, value):
     assert cc.parse_podman_size(text) == value
 
 
-@pytest.mark.parametrize('text', ['', 'lots', '1x', '-5', '1.g'])
+@pytest.mark.parametrize('text', ['', 'lots', '1x', '-5', '1.x'])
 def test_podman_size_refused(text):
     with pytest.raises(Exception, match='is not a size Podman reads'):
         cc.parse_podman_size(text)
@@ -185,24 +185,25 @@ def test_effective_follows_podman_order_and_names_the_source(tmp_path, monkeypat
     write(tmp_path, '/etc/containers/containers.conf', '[engine]\n')
     write(tmp_path, '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf',
           '[containers]\ndefault_ulimits = ["nofile=10:20", "nproc=5:5"]\n')
-    write(tmp_path, '/usr/share/containers/containers.conf.d/95-vendor.conf',
+    write(tmp_path, '/etc/containers/containers.conf.d/95-vendor.conf',
           '[containers]\ndefault_ulimits = ["core=0:0", {append=true}]\n')
+    # Podman reads no /usr/share/containers/containers.conf.d (containers/common systemConfigs)
     write(tmp_path, '/usr/share/containers/containers.conf.d/90-gpufleet-tuning.conf',
           '[containers]\ndefault_ulimits = ["nofile=2:2"]\n')
     found = cc.effective(root)
     assert found['files'] == ['/usr/share/containers/containers.conf',
                               '/etc/containers/containers.conf',
                               '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf',
-                              '/usr/share/containers/containers.conf.d/95-vendor.conf']
+                              '/etc/containers/containers.conf.d/95-vendor.conf']
     dropin = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
     assert found['default_ulimits'] == OrderedDict([
         ('nofile', (Limit(10, 20), dropin + ':2:20')),
         ('nproc', (Limit(5, 5), dropin + ':2:36')),
-        ('core', (Limit(0, 0), '/usr/share/containers/containers.conf.d/95-vendor.conf:2:20'))])
+        ('core', (Limit(0, 0), '/etc/containers/containers.conf.d/95-vendor.conf:2:20'))])
     assert found['shm_size'] == (64 * 1000 ** 2, '/usr/share/containers/containers.conf:3:12')
     assert found['problems'] == []
     assert cc.overriding_files(dropin, ['default_ulimits'], root) == [
-        ('/usr/share/containers/containers.conf.d/95-vendor.conf:2:1', 'default_ulimits')]
+        ('/etc/containers/containers.conf.d/95-vendor.conf:2:1', 'default_ulimits')]
     assert cc.overriding_files(dropin, ['shm_size'], root) == []
 
 
