@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit molecule test build clean demo demo-test lab-up lab-down bench test-reliability
+.PHONY: all setup venv collection images lint sanity vermin unit rules molecule test build clean demo demo-test lab-up lab-down bench test-reliability demo-watch bench-watch
 
 all: test
 
@@ -52,6 +52,14 @@ vermin: setup
 unit: setup
 	pytest -q tests/unit
 
+# The drift watch's alert rules (roles/limits_watch/files/): promtool check and unit tests.
+# promtool comes with Debian's prometheus package (scripts/bootstrap-host.sh installs it).
+PROMTOOL ?= promtool
+RULES := roles/limits_watch/files/gpufleet-limits.rules.yml
+rules:
+	$(PROMTOOL) check rules $(RULES)
+	$(PROMTOOL) test rules tests/prometheus/gpufleet-limits.rules.test.yml
+
 molecule: setup
 	@test -n "$(SCENARIOS)" || { echo "no Molecule scenarios found"; exit 1; }
 	for scenario in $(SCENARIOS); do molecule test -s $$scenario || exit 1; done
@@ -63,7 +71,7 @@ test-reliability: setup
 	molecule test -s reliability
 	tests/reliability/fleet_test.sh
 
-test: lint sanity vermin unit build
+test: lint sanity vermin unit rules build
 	$(MAKE) images IMAGES=$(MOLECULE_DISTRO)
 	$(MAKE) molecule
 	$(MAKE) test-reliability
