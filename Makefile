@@ -90,6 +90,21 @@ bench: setup
 	$(MAKE) images IMAGES=debian12
 	python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT)
 
+# The drift watch on the `watch` scenario's node (node_exporter, Prometheus, a 20 s timer):
+# make demo-watch shows an alert fire on drift and clear on re-tune; make bench-watch measures
+# one node-side audit (benchmarks/watch-cost.md). Both remove the node at the end.
+RUNS ?= 10
+demo-watch: setup
+	molecule converge -s watch
+	scripts/demo_watch.sh || { molecule destroy -s watch; exit 1; }
+	molecule destroy -s watch
+
+bench-watch: setup
+	molecule converge -s watch
+	python3 benchmarks/watch_cost.py --container gpufleet-watch$${GPUFLEET_NODE_SUFFIX:-} --runs $(RUNS) \
+	  || { molecule destroy -s watch; exit 1; }
+	molecule destroy -s watch
+
 # The local lab: three node containers, audit before, tune, audit after (README's first command).
 LAB_INVENTORY := $(ROOT)/build/lab/inventory.yml
 demo:

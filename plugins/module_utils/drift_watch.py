@@ -194,8 +194,8 @@ def audit_in_child(command, params, timeout):
     if proc.returncode != 0:
         how = ('killed by signal %d' % -proc.returncode if proc.returncode < 0
                else 'exit status %d' % proc.returncode)
-        return Outcome('crashed', 'the audit crashed (%s): %s' % (how, ' | '.join(tail) or
-                                                                   'no output'))
+        said = ' | '.join(tail) or 'no output'
+        return Outcome('crashed', 'the audit crashed (%s): %s' % (how, said))
     try:
         data = json.loads(out.decode('utf-8'))
         if not data['ok']:
