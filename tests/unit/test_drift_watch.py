@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -415,3 +416,22 @@ def test_entry_point_runs_from_the_installed_layout(tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout.decode()) == {
         'ok': False, 'msg': 'user: no-such-user-x does not exist on this host'}
+
+
+def test_pack_module_utils_is_deterministic_and_takes_python_files_only(tmp_path):
+    sys.path.insert(0, os.path.dirname(ENTRY))
+    try:
+        import pack_module_utils
+    finally:
+        sys.path.remove(os.path.dirname(ENTRY))
+    source = os.path.join(ROOT, 'plugins', 'module_utils')
+    first, second = str(tmp_path / 'a.tar'), str(tmp_path / 'b.tar')
+    pack_module_utils.pack(source, first)
+    os.utime(os.path.join(source, 'drift_watch.py'))    # a newer mtime changes nothing
+    pack_module_utils.pack(source, second)
+    assert open(first, 'rb').read() == open(second, 'rb').read()
+    with tarfile.open(first) as archive:
+        names = archive.getnames()
+        assert all(m.mtime == 0 and m.mode == 0o644 and m.uid == 0 for m in archive.getmembers())
+    assert names == sorted(n for n in os.listdir(source) if n.endswith('.py'))
+    assert 'drift_watch.py' in names and 'audit.py' in names

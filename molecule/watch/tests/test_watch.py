@@ -29,9 +29,8 @@ def test_watch_installed_and_timer_running(host):
 
 
 def test_tuned_node_has_metrics_and_no_alert(host):
-    got, _ = wait_for('a successful audit in the metrics file', lambda: host.file(METRICS).exists
-                      and metrics(host).get(key('gpufleet_limits_audit_success')) == '1',
-                      3 * PERIOD)
+    wait_for('a successful audit in the metrics file', lambda: host.file(METRICS).exists
+             and metrics(host).get(key('gpufleet_limits_audit_success')) == '1', 3 * PERIOD)
     got = metrics(host)
     compliant = dict((dict(labels)['context'], value) for (name, labels), value in got.items()
                      if name == 'gpufleet_limits_compliant' and dict(labels)['item'] == 'nofile')
@@ -80,13 +79,14 @@ def test_drift_fires_within_two_periods_and_retune_clears_it(host):
     gap = query(host, 'gpufleet_limits_gap{context="login",item="nofile",side="soft"}')
     assert gap[0]['value'][1] == str(16384 - 4096)
 
+    started = time.time()
     rc, out = run_playbook(host, CONVERGE)
     assert rc == 0, out
     retuned = time.time()
-    _, took = wait_for('the alert clears after re-tuning', lambda: not below(host),
-                       2 * PERIOD + 30, step=1)
-    print('alert cleared %.1f s after re-tuning' % took)
-    assert took <= 2 * PERIOD + 10
+    wait_for('the alert clears after re-tuning', lambda: not below(host), 2 * PERIOD + 30,
+             step=1)
+    print('re-tune (converge.yml) took %.1f s; the alert cleared %.1f s after it ended'
+          % (retuned - started, time.time() - retuned))
     assert time.time() - retuned <= 2 * PERIOD + 10
 
 
@@ -151,8 +151,8 @@ def test_audit_that_crashes_or_times_out(host, quiet_timer):
         since = time.time()
         host.check_output("printf 'import time\\ntime.sleep(600)\\n' > %s/audit.py" % CODE)
         exec_start = host.check_output('systemctl show -p ExecStart --value %s.service' % UNIT)
-        argv = exec_start.split('argv[]=')[1].split(' ;')[0].replace('--timeout 60',
-                                                                      '--timeout 3')
+        argv = exec_start.split('argv[]=')[1].split(' ;')[0]
+        argv = argv.replace('--timeout 60', '--timeout 3')
         host.check_output('mkdir -p %s && printf "[Service]\\nExecStart=\\nExecStart=%s\\n" '
                           '> %s/10-test.conf && systemctl daemon-reload' % (dropin, argv, dropin))
         assert run_watch(host) != 0
@@ -206,8 +206,8 @@ def test_failing_audits_alert_and_the_timer_keeps_running(host):
         wait_for('two failed audits started by the timer', lambda: timer_runs(host, since) >= 2,
                  3 * PERIOD + 20, step=2)
         assert host.service('%s.timer' % UNIT).is_running
-        alerts, took = wait_for('GpufleetLimitsAuditFailing', lambda: firing(
-            host, 'GpufleetLimitsAuditFailing'), 2 * PERIOD + 30)
+        alerts = wait_for('GpufleetLimitsAuditFailing', lambda: firing(
+            host, 'GpufleetLimitsAuditFailing'), 2 * PERIOD + 30)[0]
         assert alerts[0]['reason'] == 'profile_invalid'
         assert alerts[0]['instance'] == instance(host)
     finally:
