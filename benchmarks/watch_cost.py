@@ -112,8 +112,8 @@ def main():
         '',
         'Generated %s by `benchmarks/watch_cost.py` in the `watch` scenario\'s node (%s), on a '
         'machine with %d cores shared with other work. One audit probes the contexts %s '
-        '(a login session, a transient service, a container from a local image, a unit\'s main '
-        'process) against a 3-item profile and writes the metrics file; %d runs, timer stopped.'
+        '(each a new process: a login session, a transient service, a user service, a container '
+        'from a local image; a running unit\'s limits) against a 3-item profile and writes the metrics file; %d runs, timer stopped.'
         % (result['generated'], args.container, result['cpus'],
            ', '.join('`%s`' % c for c in result['contexts']), len(runs)),
         '',
