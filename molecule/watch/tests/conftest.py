@@ -19,6 +19,7 @@ METRICS = METRICS_DIR + '/gpufleet_limits.prom'
 PROFILE = '/etc/gpufleet-tuning/limits-watch.json'
 CODE = '/usr/local/lib/gpufleet-tuning/ansible_collections/gpufleet/tuning/plugins/module_utils'
 CONVERGE = os.path.join(ROOT, 'molecule', 'watch', 'converge.yml')
+REMOVE = os.path.join(ROOT, 'molecule', 'watch', 'remove.yml')
 API = 'http://127.0.0.1:9090/api/v1/'
 
 _GET = ('python3 -c "import sys, urllib.request; '

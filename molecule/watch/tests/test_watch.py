@@ -5,7 +5,7 @@ import time
 
 import pytest
 from conftest import (CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
-                      UNIT, api, firing, journal_since, key, metrics, query, wait_for)
+                      REMOVE, UNIT, api, firing, journal_since, key, metrics, query, wait_for)
 from scenario_support import run_playbook
 
 DRIFTS = {('login', 'nofile'), ('unit:gpufleet-sleeper.service', 'nofile'), ('docker', 'nofile')}
@@ -46,6 +46,8 @@ def test_tuned_node_has_metrics_and_no_alert(host):
         host, 'gpufleet_limits_compliant{instance="%s"}' % instance(host)), 60)
     time.sleep(6)   # one more rule evaluation after the first scrape
     assert firing(host) == []
+    errors = query(host, 'node_textfile_scrape_error{instance="%s"}' % instance(host))
+    assert errors[0]['value'][1] == '0'
 
 
 def drift(host):
@@ -218,3 +220,14 @@ def test_failing_audits_alert_and_the_timer_keeps_running(host):
     wait_for('GpufleetLimitsAuditFailing clears', lambda: not firing(
         host, 'GpufleetLimitsAuditFailing'), 30)
     assert api(host, 'targets')['activeTargets'][0]['health'] == 'up'
+
+
+def test_state_absent_removes_the_watch(host):
+    rc, out = run_playbook(host, REMOVE)
+    assert rc == 0, out
+    for path in ('/etc/systemd/system/%s.timer' % UNIT, '/etc/systemd/system/%s.service' % UNIT,
+                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS):
+        assert not host.file(path).exists, path
+    assert host.run('systemctl is-active %s.timer' % UNIT).stdout.strip() != 'active'
+    rc, out = run_playbook(host, REMOVE)
+    assert rc == 0 and 'changed=0' in out, out
