@@ -37,7 +37,7 @@ echo "=== drift: nofile lowered in /etc/security/limits.d/90-gpufleet-tuning.con
 docker exec "$node" sed -i 's/16384/4096/g' /etc/security/limits.d/90-gpufleet-tuning.conf
 wait_until fired 90
 echo "=== the node's journal"
-docker exec "$node" journalctl -q -u gpufleet-limits-watch -n 3 -o cat
+docker exec "$node" journalctl -q -t gpufleet-limits-watch -n 2 -o cat
 echo "=== re-tune (the scenario's converge.yml)"
 (cd "$root" && molecule converge -s watch >/dev/null)
 wait_until clear 90
