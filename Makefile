@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-debian13
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-debian13 demo-watch bench-watch
 
 all: test
 
@@ -61,6 +61,14 @@ unit-py38: collection
 	  $(PY38) -m venv .venv38 && .venv38/bin/pip install -q -r requirements-py38.txt && touch .venv38/.installed; fi; \
 	.venv38/bin/python -m pytest -q -p no:cacheprovider tests/unit
 
+# The drift watch's alert rules (roles/limits_watch/files/): promtool check and unit tests.
+# promtool comes with Debian's prometheus package (scripts/bootstrap-host.sh installs it).
+PROMTOOL ?= promtool
+RULES := roles/limits_watch/files/gpufleet-limits.rules.yml
+rules:
+	$(PROMTOOL) check rules $(RULES)
+	$(PROMTOOL) test rules tests/prometheus/gpufleet-limits.rules.test.yml
+
 molecule: setup
 	@test -n "$(SCENARIOS)" || { echo "no Molecule scenarios found"; exit 1; }
 	for scenario in $(SCENARIOS); do molecule test -s $$scenario || exit 1; done
@@ -80,7 +88,7 @@ test-reliability: setup
 	molecule test -s reliability
 	tests/reliability/fleet_test.sh
 
-test: lint sanity vermin unit unit-py38 build
+test: lint sanity vermin unit unit-py38 rules build
 	$(MAKE) images IMAGES=$(MOLECULE_DISTRO)
 	$(MAKE) molecule
 	$(MAKE) test-reliability
@@ -104,6 +112,21 @@ bench: setup
 bench-job: collection
 	@test -n "$(TORCH_PYTHON)" || { echo "set TORCH_PYTHON to a python with torch"; exit 1; }
 	python3 scripts/bench_job_demand.py --python "$(TORCH_PYTHON)"
+
+# The drift watch on the `watch` scenario's node (node_exporter, Prometheus, a 20 s timer):
+# make demo-watch shows an alert fire on drift and clear on re-tune; make bench-watch measures
+# one node-side audit (benchmarks/watch-cost.md). Both remove the node at the end.
+RUNS ?= 10
+demo-watch: setup
+	molecule converge -s watch
+	scripts/demo_watch.sh || { molecule destroy -s watch; exit 1; }
+	molecule destroy -s watch
+
+bench-watch: setup
+	molecule converge -s watch
+	python3 benchmarks/watch_cost.py --container gpufleet-watch$${GPUFLEET_NODE_SUFFIX:-} --runs $(RUNS) \
+	  || { molecule destroy -s watch; exit 1; }
+	molecule destroy -s watch
 
 # The local lab: three node containers, audit before, tune, audit after (README's first command).
 LAB_INVENTORY := $(ROOT)/build/lab/inventory.yml

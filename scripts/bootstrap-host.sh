@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make a fresh Debian/Ubuntu machine ready for `make test`: the apt packages the tests need
-# (the Docker engine, debootstrap, make, python3-venv) and a running dockerd.
+# (the Docker engine, debootstrap, make, python3-venv, promtool) and a running dockerd.
 # Run as root. Python tools are installed by `make` itself, into .venv.
 set -euo pipefail
 
@@ -14,6 +14,18 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)
+fi
+
+# promtool (make rules: the drift watch's alert rules) from Debian's prometheus package, without
+# installing the package itself (that would start a Prometheus server on this machine).
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "installing promtool from the prometheus package"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1) \
+    || { apt-get update -q && (cd "$tmp" && apt-get download prometheus); }
+  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"
+  install -m 0755 "$tmp/root/usr/bin/promtool" /usr/local/bin/promtool
+  rm -rf "$tmp"
 fi
 
 # Every node container runs systemd, journald, logind and a dockerd, each with inotify

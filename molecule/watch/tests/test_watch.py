@@ -1,0 +1,235 @@
+"""Drift watch with the real parts: the timer, node_exporter's textfile collector, Prometheus'
+rules and HTTP API. Tests run in file order: clean node, drift and re-tune, faults."""
+import json
+import time
+
+import pytest
+from conftest import (CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
+                      REMOVE, UNIT, api, firing, journal_since, key, metrics, query, wait_for)
+from scenario_support import run_playbook
+
+DRIFTS = {('login', 'nofile'), ('unit:gpufleet-sleeper.service', 'nofile'), ('docker', 'nofile')}
+
+
+def instance(host):
+    return '%s:9100' % host.check_output('hostname').strip()
+
+
+def test_watch_installed_and_timer_running(host):
+    assert host.service('%s.timer' % UNIT).is_enabled
+    assert host.service('%s.timer' % UNIT).is_running
+    timer = host.file('/etc/systemd/system/%s.timer' % UNIT).content_string
+    assert 'OnUnitActiveSec=%ds' % INTERVAL in timer
+    assert 'RandomizedDelaySec=%ds' % DELAY in timer
+    config = json.loads(host.file(PROFILE).content_string)
+    # the profile the limits role applied (its variables are the watch's defaults)
+    assert config['profile'] == {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
+    assert config['units'] == ['gpufleet-sleeper.service']
+    assert config['docker_image'] == 'tiny:latest'
+
+
+def test_tuned_node_has_metrics_and_no_alert(host):
+    wait_for('a successful audit in the metrics file', lambda: host.file(METRICS).exists
+             and metrics(host).get(key('gpufleet_limits_audit_success')) == '1', 3 * PERIOD)
+    got = metrics(host)
+    compliant = dict((dict(labels)['context'], value) for (name, labels), value in got.items()
+                     if name == 'gpufleet_limits_compliant' and dict(labels)['item'] == 'nofile')
+    # user_manager only while root's user manager runs (a login session can start it)
+    compliant.setdefault('user_manager', '1')
+    assert compliant == {'login': '1', 'service': '1', 'docker': '1', 'user_manager': '1',
+                         'unit:gpufleet-sleeper.service': '1'}
+    assert got[key('gpufleet_limits_soft', context='login', item='nofile')] == '16384'
+    assert got[key('gpufleet_limits_hard_bytes', context='docker', item='memlock')] == '8388608'
+    assert got[key('gpufleet_limits_profile_info', item='memlock', soft='8388608',
+                   hard='8388608')] == '1'
+    assert host.run('promtool check metrics < %s' % METRICS).rc == 0
+    # Prometheus scrapes it by the node's name and evaluates the rules: nothing fires
+    wait_for('Prometheus has the metrics', lambda: query(
+        host, 'gpufleet_limits_compliant{instance="%s"}' % instance(host)), 60)
+    time.sleep(6)   # one more rule evaluation after the first scrape
+    assert firing(host) == []
+    errors = query(host, 'node_textfile_scrape_error{instance="%s"}' % instance(host))
+    assert errors[0]['value'][1] == '0'
+
+
+def drift(host):
+    """Change three limits behind the tool's back, as upgrades and vendor tools do."""
+    host.check_output("sed -i 's/16384/4096/g' /etc/security/limits.d/90-gpufleet-tuning.conf")
+    host.check_output("sed -i 's/^LimitNOFILE=.*/LimitNOFILE=4096/' "
+                      '/etc/systemd/system/gpufleet-sleeper.service.d/90-gpufleet-tuning.conf')
+    host.check_output('systemctl daemon-reload && systemctl restart gpufleet-sleeper.service')
+    data = json.loads(host.file('/etc/docker/daemon.json').content_string)
+    data['default-ulimits']['nofile'] = {'Name': 'nofile', 'Soft': 4096, 'Hard': 4096}
+    host.check_output("printf '%%s' '%s' > /etc/docker/daemon.json" % json.dumps(data))
+    host.check_output('systemctl restart docker.service')
+    wait_for('dockerd answers', lambda: host.run('docker info').rc == 0, 60)
+
+
+def below(host):
+    return set((a['context'], a['item']) for a in firing(host, 'GpufleetLimitsBelowProfile')
+               if a['instance'] == instance(host))
+
+
+def test_drift_fires_within_two_periods_and_retune_clears_it(host):
+    changed = time.time()
+    drift(host)
+    wait_for('GpufleetLimitsBelowProfile for the three drifts',
+             lambda: below(host) >= DRIFTS, 2 * PERIOD + 30, step=1)
+    took = time.time() - changed
+    found = below(host)
+    print('\nalert fired %.1f s after the first change (two periods: %d s)' % (took, 2 * PERIOD))
+    assert found == DRIFTS     # nothing else (service, nproc, memlock) fires
+    assert took <= 2 * PERIOD + 10, 'fired after %.1f s' % took
+    gap = query(host, 'gpufleet_limits_gap{context="login",item="nofile",side="soft"}')
+    assert gap[0]['value'][1] == str(16384 - 4096)
+
+    started = time.time()
+    rc, out = run_playbook(host, CONVERGE)
+    assert rc == 0, out
+    retuned = time.time()
+    wait_for('the alert clears after re-tuning', lambda: not below(host), 2 * PERIOD + 30,
+             step=1)
+    print('re-tune (converge.yml) took %.1f s; the alert cleared %.1f s after it ended'
+          % (retuned - started, time.time() - retuned))
+    assert time.time() - retuned <= 2 * PERIOD + 10
+
+
+@pytest.fixture
+def quiet_timer(host):
+    """The timer stopped and no audit running, so that only the test's own runs happen."""
+    host.check_output('systemctl stop %s.timer' % UNIT)
+    wait_for('no audit running', lambda: host.run(
+        'systemctl is-active %s.service' % UNIT).stdout.strip() != 'activating', 120)
+    yield
+    host.check_output('systemctl start %s.timer' % UNIT)
+
+
+def run_watch(host):
+    """One audit now, as the timer starts it (oneshot: returns when it is done)."""
+    return host.run('systemctl start %s.service' % UNIT).rc
+
+
+def assert_whole_metrics_file(host):
+    names = host.check_output('ls -A %s' % METRICS_DIR).split()
+    assert not [n for n in names if n.startswith('.gpufleet_limits.')], names
+    assert host.run('promtool check metrics < %s' % METRICS).rc == 0
+
+
+def assert_failure(host, since, reason, words):
+    got = metrics(host)
+    assert got[key('gpufleet_limits_audit_success')] == '0'
+    assert got[key('gpufleet_limits_audit_error', reason=reason)] == '1'
+    assert float(got[key('gpufleet_limits_audit_last_success_timestamp_seconds')]) < since
+    assert_whole_metrics_file(host)
+    wait_for('journal line "%s"' % words, lambda: words in journal_since(host, since), 10)
+
+
+def test_profile_missing_or_corrupt(host, quiet_timer):
+    saved = host.file(PROFILE).content_string
+    try:
+        since = time.time()
+        host.check_output('rm %s' % PROFILE)
+        assert run_watch(host) != 0
+        assert_failure(host, since, 'profile_missing', 'audit failed (profile_missing): '
+                       'profile file %s does not exist' % PROFILE)
+        since = time.time()
+        host.check_output("printf '{\"profile\": {\"nofile\": ' > %s" % PROFILE)
+        assert run_watch(host) != 0
+        assert_failure(host, since, 'profile_invalid', 'audit failed (profile_invalid): '
+                       '%s: not JSON' % PROFILE)
+    finally:
+        host.check_output("printf '%%s' '%s' > %s" % (saved, PROFILE))
+    assert run_watch(host) == 0
+
+
+def test_audit_that_crashes_or_times_out(host, quiet_timer):
+    host.check_output('cp %s/audit.py /root/audit.py.saved' % CODE)
+    dropin = '/run/systemd/system/%s.service.d' % UNIT
+    try:
+        since = time.time()
+        host.check_output("printf 'raise RuntimeError(\"injected crash\")\\n' > %s/audit.py"
+                          % CODE)
+        assert run_watch(host) != 0
+        assert_failure(host, since, 'crashed', 'RuntimeError: injected crash')
+
+        since = time.time()
+        host.check_output("printf 'import time\\ntime.sleep(600)\\n' > %s/audit.py" % CODE)
+        exec_start = host.check_output('systemctl show -p ExecStart --value %s.service' % UNIT)
+        argv = exec_start.split('argv[]=')[1].split(' ;')[0]
+        argv = argv.replace('--timeout 60', '--timeout 3')
+        host.check_output('mkdir -p %s && printf "[Service]\\nExecStart=\\nExecStart=%s\\n" '
+                          '> %s/10-test.conf && systemctl daemon-reload' % (dropin, argv, dropin))
+        assert run_watch(host) != 0
+        assert time.time() - since < 30
+        assert_failure(host, since, 'timeout', 'audit failed (timeout): the audit did not '
+                       'finish within 3 s')
+        # the hung audit was stopped, not left behind
+        assert host.run("pgrep -f 'gpufleet_limits_watch[.]py --child'").rc != 0
+    finally:
+        host.run('rm -rf %s && systemctl daemon-reload' % dropin)
+        host.check_output('cp /root/audit.py.saved %s/audit.py' % CODE)
+    assert run_watch(host) == 0
+
+
+def test_metrics_directory_missing_or_read_only(host, quiet_timer):
+    since = time.time()
+    host.check_output('mount --bind {0} {0} && mount -o remount,bind,ro {0}'.format(METRICS_DIR))
+    before = host.file(METRICS).content_string
+    try:
+        assert run_watch(host) != 0
+        wait_for('journal line on a read-only directory', lambda: 'metrics not written: cannot '
+                 'write to metrics directory %s: read-only file system' % METRICS_DIR
+                 in journal_since(host, since), 10)
+        assert host.file(METRICS).content_string == before     # the old file, whole
+    finally:
+        host.check_output('umount %s' % METRICS_DIR)
+    assert_whole_metrics_file(host)
+
+    since = time.time()
+    host.check_output('mv %s %s.away' % (METRICS_DIR, METRICS_DIR))
+    try:
+        assert run_watch(host) != 0
+        wait_for('journal line on a missing directory', lambda: 'metrics not written: metrics '
+                 'directory %s does not exist' % METRICS_DIR in journal_since(host, since), 10)
+    finally:
+        host.check_output('mv %s.away %s' % (METRICS_DIR, METRICS_DIR))
+    assert run_watch(host) == 0
+    assert_whole_metrics_file(host)
+
+
+def timer_runs(host, since):
+    return journal_since(host, since).count('audit failed (profile_invalid)')
+
+
+def test_failing_audits_alert_and_the_timer_keeps_running(host):
+    saved = host.file(PROFILE).content_string
+    since = time.time()
+    host.check_output("printf 'corrupt' > %s" % PROFILE)
+    try:
+        # the timer starts it again and again although each run fails
+        wait_for('two failed audits started by the timer', lambda: timer_runs(host, since) >= 2,
+                 3 * PERIOD + 20, step=2)
+        assert host.service('%s.timer' % UNIT).is_running
+        alerts = wait_for('GpufleetLimitsAuditFailing', lambda: firing(
+            host, 'GpufleetLimitsAuditFailing'), 2 * PERIOD + 30)[0]
+        assert alerts[0]['reason'] == 'profile_invalid'
+        assert alerts[0]['instance'] == instance(host)
+    finally:
+        host.check_output("printf '%%s' '%s' > %s" % (saved, PROFILE))
+    # and recovers by itself: the next timer run succeeds, the alert clears
+    wait_for('a successful audit started by the timer', lambda: metrics(host).get(
+        key('gpufleet_limits_audit_success')) == '1', 2 * PERIOD + 20, step=2)
+    wait_for('GpufleetLimitsAuditFailing clears', lambda: not firing(
+        host, 'GpufleetLimitsAuditFailing'), 30)
+    assert api(host, 'targets')['activeTargets'][0]['health'] == 'up'
+
+
+def test_state_absent_removes_the_watch(host):
+    rc, out = run_playbook(host, REMOVE)
+    assert rc == 0, out
+    for path in ('/etc/systemd/system/%s.timer' % UNIT, '/etc/systemd/system/%s.service' % UNIT,
+                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS):
+        assert not host.file(path).exists, path
+    assert host.run('systemctl is-active %s.timer' % UNIT).stdout.strip() != 'active'
+    rc, out = run_playbook(host, REMOVE)
+    assert rc == 0 and 'changed=0' in out, out
