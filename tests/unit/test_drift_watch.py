@@ -418,7 +418,7 @@ def test_entry_point_runs_from_the_installed_layout(tmp_path):
         'ok': False, 'msg': 'user: no-such-user-x does not exist on this host'}
 
 
-def test_pack_module_utils_is_deterministic_and_takes_python_files_only(tmp_path):
+def test_pack_module_utils_is_deterministic_and_takes_python_files_with_subpackages(tmp_path):
     sys.path.insert(0, os.path.dirname(ENTRY))
     try:
         import pack_module_utils
@@ -431,7 +431,12 @@ def test_pack_module_utils_is_deterministic_and_takes_python_files_only(tmp_path
     pack_module_utils.pack(source, second)
     assert open(first, 'rb').read() == open(second, 'rb').read()
     with tarfile.open(first) as archive:
-        names = archive.getnames()
-        assert all(m.mtime == 0 and m.mode == 0o644 and m.uid == 0 for m in archive.getmembers())
-    assert names == sorted(n for n in os.listdir(source) if n.endswith('.py'))
-    assert 'drift_watch.py' in names and 'audit.py' in names
+        files = [m.name for m in archive.getmembers() if m.isfile()]
+        assert all(m.mtime == 0 and m.uid == 0 and m.mode == (0o644 if m.isfile() else 0o755)
+                   for m in archive.getmembers())
+    expected = sorted(os.path.relpath(os.path.join(d, n), source)
+                      for d, _dirs, names in os.walk(source) for n in names if n.endswith('.py'))
+    assert files == expected
+    # the subpackages travel too: the audit imports the registry of contexts
+    assert 'drift_watch.py' in files and 'audit.py' in files
+    assert 'contexts/__init__.py' in files

@@ -25,7 +25,7 @@ def test_pam_entries_cover_every_domain_and_item():
 def test_pam_entries_name_what_the_user_wrote():
     with pytest.raises(pam_limits_plan.PlanError, match=r'^profile\.nofile: nofile cannot be'):
         pam_limits_plan.profile_entries(model.parse_profile({'nofile': 'unlimited'}), ['*'])
-    with pytest.raises(pam_limits_plan.PlanError, match=r"^domains\[1\]: 'bad domain' is not"):
+    with pytest.raises(pam_limits_plan.PlanError, match=r"^domains\[1\]: 'bad domain': a domain cannot hold blanks"):
         pam_limits_plan.profile_entries(model.parse_profile({'nofile': 1}), ['*', 'bad domain'])
 
 

@@ -5,7 +5,7 @@
 
     python3 pack_module_utils.py SOURCE_DIR DEST_TAR
 
-Only ``*.py`` files, sorted, with fixed owner, mode and time, so the same sources give the same
+Only ``*.py`` files (subpackages included), sorted, with fixed owner, mode and time, so the same sources give the same
 archive and ansible.builtin.unarchive finds nothing to change on a node that has them: one
 transfer per node instead of one copy per file.
 """
@@ -15,13 +15,31 @@ import sys
 import tarfile
 
 
+def sources(source):
+    """The ``*.py`` files below ``source`` (subpackages such as ``contexts/`` included), as
+    sorted paths relative to it."""
+    found = []
+    for directory, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(('.', '__pycache__')))
+        for name in files:
+            if name.endswith('.py'):
+                found.append(os.path.relpath(os.path.join(directory, name), source))
+    return sorted(found)
+
+
 def pack(source, dest):
     with tarfile.open(dest, 'w', format=tarfile.GNU_FORMAT) as archive:
-        for name in sorted(os.listdir(source)):
-            path = os.path.join(source, name)
-            if not name.endswith('.py') or not os.path.isfile(path):
-                continue
-            with open(path, 'rb') as handle:
+        directories = sorted(set(os.path.dirname(name) for name in sources(source)) - {''})
+        for name in directories:
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.DIRTYPE
+            info.mode = 0o755
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = 'root'
+            archive.addfile(info)
+        for name in sources(source):
+            with open(os.path.join(source, name), 'rb') as handle:
                 data = handle.read()
             info = tarfile.TarInfo(name)
             info.size = len(data)
