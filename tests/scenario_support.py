@@ -4,6 +4,7 @@ Each scenario's conftest puts build/collections and this directory on sys.path, 
 what it needs from here.
 """
 import json
+import re
 import os
 import subprocess
 import tempfile
@@ -78,3 +79,22 @@ def shm_repro_command(python, script, workdir, output):
 
 def shm_repro_facts(output):
     return dict(line.split('=', 1) for line in output.split() if '=' in line)
+
+
+# Prometheus' text format, as the drift watch's tests read it (tests/unit/test_drift_watch.py,
+# molecule/watch).
+def samples(text):
+    """{(name, frozenset(labels)): value} of a metrics text."""
+    found = {}
+    for line in text.splitlines():
+        if not line or line.startswith('#'):
+            continue
+        match = re.match(r'^([a-z_]+)(?:\{(.*)\})? (\S+)$', line)
+        assert match, line
+        pairs = frozenset(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', match.group(2) or ''))
+        found[(match.group(1), pairs)] = match.group(3)
+    return found
+
+
+def key(name, **labels):
+    return (name, frozenset(labels.items()))

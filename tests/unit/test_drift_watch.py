@@ -18,6 +18,9 @@ import pytest
 from ansible_collections.gpufleet.tuning.plugins.module_utils import drift_watch as dw
 from ansible_collections.gpufleet.tuning.plugins.module_utils import textfile_metrics as tm
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+from scenario_support import key, samples  # noqa: E402  pylint: disable=wrong-import-position
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 ENTRY = os.path.join(ROOT, 'roles', 'limits_watch', 'files', 'gpufleet_limits_watch.py')
 PROMTOOL = shutil.which('promtool')
@@ -45,23 +48,6 @@ RESULT = {
     'systemd_pending': [{'target': 'manager', 'item': 'nofile'}],
 }
 ITEMS = ['nofile', 'memlock', 'cpu']
-
-
-def samples(text):
-    """{(name, frozenset(labels)): value} of a metrics text."""
-    found = {}
-    for line in text.splitlines():
-        if not line or line.startswith('#'):
-            continue
-        match = re.match(r'^([a-z_]+)(?:\{(.*)\})? (\S+)$', line)
-        assert match, line
-        pairs = frozenset(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', match.group(2) or ''))
-        found[(match.group(1), pairs)] = match.group(3)
-    return found
-
-
-def key(name, **labels):
-    return (name, frozenset(labels.items()))
 
 
 def test_render_audit_values_units_gaps_and_compliance():

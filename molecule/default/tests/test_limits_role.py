@@ -119,19 +119,11 @@ def test_user_manager_still_runs(host):
 
 def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
     before = checksums(host, FILES)
-    extra = {'limits_profile': {'nofile': 18000, 'nproc': 8192, 'memlock': '8MiB'},
-             'limits_verify_user': USER, 'limits_verify_docker_image': 'tiny:latest',
-             'audit_reports_dir': str(tmp_path)}
-    cmd = ansible_command(host, ['ansible-playbook', os.path.join(ROOT, 'playbooks',
-                                                                  'audit_limits.yml'),
-                                 '-e', json.dumps(extra), '--limit', host.backend.host])
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
+    proc, node, markdown = run_audit(host, tmp_path,
+                                     {'nofile': 18000, 'nproc': 8192, 'memlock': '8MiB'},
+                                     limits_verify_docker_image='tiny:latest')
     assert proc.returncode == 0, proc.stdout
     assert checksums(host, FILES) == before
-    with open(str(tmp_path / 'limits-audit.json')) as handle:
-        report = json.load(handle)
-    node = report['hosts'][host.backend.host]
     assert node['errors'] == []
     rows = dict(((r['context'], r['item']), r) for r in node['rows'])
     assert sorted(set(r['context'] for r in node['rows'])) == [
@@ -147,20 +139,21 @@ def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
     assert sorted(set((g['context'], g['item']) for g in node['gaps'])) == [
         ('docker', 'nofile'), ('login', 'nofile'), ('service', 'nofile'),
         ('user_manager', 'nofile')]
-    markdown = (tmp_path / 'limits-audit.md').read_text()
     assert '| %s | login | nofile | 16384:16384 | 18000:18000 | **soft+hard** | %s:' % (
         host.backend.host, FILES[0]) in markdown
     assert 'host' in proc.stdout and '18000:18000' in proc.stdout
 
 
-def run_audit(host, tmp_path, profile):
-    extra = {'limits_profile': profile, 'limits_verify_user': USER,
-             'audit_reports_dir': str(tmp_path)}
+def run_audit(host, tmp_path, profile, **variables):
+    """audit_limits.yml on the node: (the process, this node's report, the Markdown)."""
+    extra = dict({'limits_profile': profile, 'limits_verify_user': USER,
+                  'audit_reports_dir': str(tmp_path)}, **variables)
     cmd = ansible_command(host, ['ansible-playbook', os.path.join(ROOT, 'playbooks',
                                                                   'audit_limits.yml'),
                                  '-e', json.dumps(extra), '--limit', host.backend.host])
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False)
+    assert (tmp_path / 'limits-audit.json').exists(), proc.stdout[-5000:]
     with open(str(tmp_path / 'limits-audit.json')) as handle:
         report = json.load(handle)
     return proc, report['hosts'][host.backend.host], (tmp_path / 'limits-audit.md').read_text()

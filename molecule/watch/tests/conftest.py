@@ -2,13 +2,14 @@
 metrics file, the watch's journal, bounded waits."""
 import json
 import os
-import re
 import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
+
+from scenario_support import key, samples  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 # converge.yml's timer: 20 s plus up to 2 s of random delay.
 INTERVAL, DELAY = 20, 2
@@ -44,23 +45,6 @@ def firing(host, name=None):
 def query(host, expr):
     from urllib.parse import quote
     return api(host, 'query?query=' + quote(expr))['result']
-
-
-def samples(text):
-    """{(name, frozenset(labels)): value} of a metrics text."""
-    found = {}
-    for line in text.splitlines():
-        if not line or line.startswith('#'):
-            continue
-        match = re.match(r'^([a-z_]+)(?:\{(.*)\})? (\S+)$', line)
-        assert match, line
-        pairs = frozenset(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', match.group(2) or ''))
-        found[(match.group(1), pairs)] = match.group(3)
-    return found
-
-
-def key(name, **labels):
-    return (name, frozenset(labels.items()))
 
 
 def metrics(host):
