@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-debian13 demo-watch bench-watch
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 demo-watch bench-watch
 
 all: test
 
@@ -76,10 +76,21 @@ molecule: setup
 # The pam, systemd and docker scenarios on a Debian 13 (trixie) node (Linux-PAM 1.7, systemd 257,
 # Podman 5) with fewer random layouts: about 15 minutes here (pam 4, systemd 7, docker 4).
 # Not part of `make test` (CI time); run it when a parser or a scenario changes.
+# The pam, systemd and docker scenarios, differential tests included, on the other Debian
+# generations (Debian 11: PAM 1.4, systemd 247; Debian 13: PAM 1.7, systemd 257) with fewer
+# random layouts than on Debian 12; part of make test. GENERATIONS picks the images.
+GENERATIONS ?= debian11 debian13
+GENERATION_CASES ?= 6
+test-generations: setup
+	for distro in $(GENERATIONS); do \
+	  $(MAKE) images IMAGES=$$distro || exit 1; \
+	  PAM_DIFFERENTIAL_CASES=$(GENERATION_CASES) SYSTEMD_DIFFERENTIAL_CASES=$(GENERATION_CASES) \
+	    $(MAKE) molecule MOLECULE_DISTRO=$$distro MOLECULE_IMAGE=gpufleet-node:$$distro \
+	    SCENARIOS="pam systemd docker" || exit 1; \
+	done
+
 test-debian13: setup
-	$(MAKE) images IMAGES=debian13
-	PAM_DIFFERENTIAL_CASES=10 SYSTEMD_DIFFERENTIAL_CASES=10 $(MAKE) molecule \
-	  MOLECULE_DISTRO=debian13 MOLECULE_IMAGE=gpufleet-node:debian13 SCENARIOS="pam systemd docker"
+	$(MAKE) test-generations GENERATIONS=debian13 GENERATION_CASES=10
 
 # The reliability suite (docs/reliability.md): bad input, interrupted writes, check mode,
 # rollback, dockerd under when_idle (Molecule scenario), then a 4-node fleet with one node down
