@@ -103,6 +103,7 @@ test: lint sanity vermin unit unit-py38 rules build
 	$(MAKE) images IMAGES=$(MOLECULE_DISTRO)
 	$(MAKE) molecule
 	$(MAKE) test-reliability
+	$(MAKE) test-generations
 	$(MAKE) demo-test
 
 build: setup
