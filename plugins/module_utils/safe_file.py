@@ -120,6 +120,12 @@ def write_atomic(path, data, mode=0o644, backup=False, make_dirs=True, dir_mode=
         except OSError:
             pass
         raise FileError('%s: cannot write: %s' % (path, getattr(exc, 'strerror', None) or exc))
+    fsync_directory(directory)
+    return backup_file
+
+
+def fsync_directory(directory):
+    """Make a rename in ``directory`` durable (best effort: some file systems refuse it)."""
     try:
         dir_fd = os.open(directory, os.O_RDONLY)
         try:
@@ -128,7 +134,6 @@ def write_atomic(path, data, mode=0o644, backup=False, make_dirs=True, dir_mode=
             os.close(dir_fd)
     except OSError:
         pass
-    return backup_file
 
 
 def remove(path, backup=False):

@@ -32,6 +32,7 @@ import tempfile
 import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 
 PREFIX = 'gpufleet_limits_'
 FILE_NAME = 'gpufleet_limits.prom'
@@ -264,12 +265,5 @@ def write_atomic(directory, text, name=FILE_NAME, mode=0o644):
             pass
         raise MetricsWriteError('cannot write %s: %s' % (os.path.join(directory, name),
                                                          exc.strerror))
-    try:
-        dir_handle = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_handle)
-        finally:
-            os.close(dir_handle)
-    except OSError:
-        pass
+    safe_file.fsync_directory(directory)
     return os.path.join(directory, name)
