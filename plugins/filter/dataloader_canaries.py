@@ -6,6 +6,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.tuning.plugins.filter.pytorch_env import (
+    last_line)
+
 # canary -> the failure kind it must show ('' = it must pass)
 EXPECTED = {
     'canary_shm': 'shm',
@@ -13,11 +16,6 @@ EXPECTED = {
     'canary_nproc': 'nproc',
 }
 WHAT = {'shm': 'shared memory (/dev/shm)', 'nproc': 'processes and threads (nproc)'}
-
-
-def _tail(text, width=120):
-    line = ([x.strip() for x in str(text or '').splitlines() if x.strip()] or [''])[-1]
-    return line if len(line) <= width else '... ' + line[-(width - 4):]
 
 
 def dataloader_check_canaries(results, records):
@@ -33,7 +31,7 @@ def dataloader_check_canaries(results, records):
         got = record.get('exhausted') or ''
         short = name[len('canary_'):]
         entry = dict(failed=not record.get('ok'), exhausted=got, expected=expected,
-                     error=_tail(record.get('error')))
+                     error=last_line(record.get('error'), 120))
         if expected:
             entry['as_expected'] = entry['failed'] and got == expected
             if not entry['failed']:

@@ -260,7 +260,7 @@ def dataloader_check_parse_run(result):
                                   result.get('stderr', ''), label if isinstance(label, str) else '')
 
 
-def _last_line(text, width=160):
+def last_line(text, width=160):
     lines = [line.strip() for line in str(text or '').splitlines() if line.strip()]
     # PyTorch's worker errors put the real cause on the last line, and its end says why
     # ("... Too many open files (24)"): keep the end.
@@ -312,11 +312,11 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             parts.append('canary PASSED (check broken)')
         elif not entry['fd_exhausted']:
             problems.append('canary failed for another reason than descriptors, the check is '
-                            'broken: %s' % _last_line(entry['error']))
+                            'broken: %s' % last_line(entry['error']))
             parts.append('canary failed wrongly')
         else:
             parts.append('canary failed as expected at nofile %s (%s)'
-                         % (entry['nofile_soft'], _last_line(entry['error'], 70)))
+                         % (entry['nofile_soft'], last_line(entry['error'], 70)))
     for name in sorted(contexts or {}):
         record = dict(_RESULT_DEFAULTS, **(contexts[name] or {}))
         report['contexts'][name] = record
@@ -329,7 +329,7 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
                             record['peak_fds'], record.get('nofile_soft'), limit,
                             ', headroom %s' % headroom if headroom else ''))
         else:
-            problems.append('%s: %s (nofile %s)' % (name, _last_line(record['error']), limit))
+            problems.append('%s: %s (nofile %s)' % (name, last_line(record['error']), limit))
             parts.append('%s FAILED nofile %s' % (name, limit))
     report['problems'] = problems
     report['ok'] = not problems
@@ -352,7 +352,7 @@ def dataloader_check_plot_svg(results, width=480, height=300):
     lines = {}
     failed = []
     for name, record in sorted(((results or {}).get('contexts') or {}).items()):
-        failed.extend((name, int(p['num_workers']), _last_line(p.get('error'), 70))
+        failed.extend((name, int(p['num_workers']), last_line(p.get('error'), 70))
                       for p in (record.get('sweep') or []) if not p.get('ok'))
         points = [(int(p['num_workers']), float(p['samples_per_s']))
                   for p in (record.get('sweep') or []) if p.get('ok')]
