@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 demo-watch bench-watch
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 suites demo-watch bench-watch
 
 all: test
 
@@ -69,9 +69,14 @@ rules:
 	$(PROMTOOL) check rules $(RULES)
 	$(PROMTOOL) test rules tests/prometheus/gpufleet-limits.rules.test.yml
 
+# LANES jobs at a time (scripts/run_suites.py: a node name and Molecule state of their own per
+# job, logs and wall times in build/suites/). LANES=1 runs one after the other.
+LANES ?= 2
+SUITES := $(PYTHON) scripts/run_suites.py --lanes $(LANES) --default-distro $(MOLECULE_DISTRO)
+
 molecule: setup
 	@test -n "$(SCENARIOS)" || { echo "no Molecule scenarios found"; exit 1; }
-	for scenario in $(SCENARIOS); do molecule test -s $$scenario || exit 1; done
+	$(SUITES) $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s))
 
 # The pam, systemd and docker scenarios on a Debian 13 (trixie) node (Linux-PAM 1.7, systemd 257,
 # Podman 5) with fewer random layouts: about 15 minutes here (pam 4, systemd 7, docker 4).
@@ -85,14 +90,12 @@ GENERATIONS ?= debian11 debian13
 GENERATION_CASES ?= 6
 SCENARIOS_debian11 ?= pam systemd
 SCENARIOS_debian13 ?= pam systemd docker
+GENERATION_ENV = $(foreach d,$(GENERATIONS),--distro-env $(d):PAM_DIFFERENTIAL_CASES=$(GENERATION_CASES) \
+  --distro-env $(d):SYSTEMD_DIFFERENTIAL_CASES=$(GENERATION_CASES))
+GENERATION_JOBS = $(foreach d,$(GENERATIONS),$(foreach s,$(or $(SCENARIOS_$(d)),$(SCENARIOS_debian13)),molecule:$(d):$(s)))
 test-generations: setup
-	for distro in $(GENERATIONS); do \
-	  $(MAKE) images IMAGES=$$distro || exit 1; \
-	  PAM_DIFFERENTIAL_CASES=$(GENERATION_CASES) SYSTEMD_DIFFERENTIAL_CASES=$(GENERATION_CASES) \
-	    $(MAKE) molecule MOLECULE_DISTRO=$$distro MOLECULE_IMAGE=gpufleet-node:$$distro \
-	    SCENARIOS="$$(case $$distro in debian11) echo '$(SCENARIOS_debian11)';; \
-	                 *) echo '$(SCENARIOS_debian13)';; esac)" || exit 1; \
-	done
+	$(MAKE) images IMAGES="$(GENERATIONS)"
+	$(SUITES) $(GENERATION_ENV) $(GENERATION_JOBS)
 
 test-debian13: setup
 	$(MAKE) test-generations GENERATIONS=debian13 GENERATION_CASES=10
@@ -104,12 +107,18 @@ test-reliability: setup
 	molecule test -s reliability
 	tests/reliability/fleet_test.sh
 
+# Every node suite of CI in one run of LANES lanes: the scenarios on MOLECULE_DISTRO, the
+# reliability scenario and fleet test, the other generations, the demo check. Longest first
+# (the order below is by the wall times measured here; build/suites/timings.json once known).
+SUITE_JOBS = $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s)) \
+  molecule:$(MOLECULE_DISTRO):reliability $(GENERATION_JOBS) \
+  'cmd:fleet-test:tests/reliability/fleet_test.sh' 'cmd:demo-test:$(MAKE) demo-test'
+suites: setup
+	$(MAKE) images IMAGES="$(MOLECULE_DISTRO) $(GENERATIONS)"
+	$(SUITES) $(GENERATION_ENV) $(SUITE_JOBS)
+
 test: lint sanity vermin unit unit-py38 rules build
-	$(MAKE) images IMAGES=$(MOLECULE_DISTRO)
-	$(MAKE) molecule
-	$(MAKE) test-reliability
-	$(MAKE) test-generations
-	$(MAKE) demo-test
+	$(MAKE) suites
 
 build: setup
 	mkdir -p build

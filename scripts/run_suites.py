@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Run the Molecule scenarios and the other node suites of `make test` in parallel lanes.
+
+Each job is a Molecule scenario on one node image (``molecule:DISTRO:SCENARIO``) or a named
+command (``cmd:NAME:COMMAND``). Jobs run LANES at a time, longest first (by the wall times of
+the last run here, build/suites/timings.json, else those in tests/suite-timings.json, else in
+the order given). Every Molecule job gets a node
+name suffix and an ephemeral directory of its own (GPUFLEET_NODE_SUFFIX,
+MOLECULE_EPHEMERAL_DIRECTORY), so the same scenario can run on two images at once.
+
+The output of each job goes to build/suites/NAME.log; a failed job's log tail is printed when
+it ends. At the end a table of wall times is printed and written to build/suites/timings.md.
+Exit status 1 when any job failed (the others still run to the end, so that one CI run shows
+every failure).
+
+    scripts/run_suites.py --lanes 2 molecule:debian12:pam molecule:debian11:pam \
+        'cmd:fleet-test:tests/reliability/fleet_test.sh'
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, 'build', 'suites')
+TAIL = 150
+
+
+class Job(object):
+    def __init__(self, spec, default_distro, env_for):
+        self.spec = spec
+        kind, _, rest = spec.partition(':')
+        if kind == 'molecule':
+            distro, _, scenario = rest.partition(':')
+            if not distro or not scenario:
+                raise SystemExit('bad job %r: molecule:DISTRO:SCENARIO' % spec)
+            self.name = '%s-%s' % (distro, scenario)
+            self.command = ['molecule', 'test', '-s', scenario]
+            self.env = {
+                'MOLECULE_DISTRO': distro,
+                'MOLECULE_IMAGE': 'gpufleet-node:%s' % distro,
+                'GPUFLEET_NODE_SUFFIX': os.environ.get('GPUFLEET_NODE_SUFFIX', '') + (
+                    '' if distro == default_distro else '-%s' % distro),
+                'MOLECULE_EPHEMERAL_DIRECTORY': os.path.join(OUT, 'molecule', self.name),
+            }
+            self.env.update(env_for(distro))
+        elif kind == 'cmd':
+            name, _, command = rest.partition(':')
+            if not re.match(r'^[\w.-]+$', name) or not command:
+                raise SystemExit('bad job %r: cmd:NAME:COMMAND' % spec)
+            self.name = name
+            self.command = ['bash', '-c', command]
+            self.env = {}
+        else:
+            raise SystemExit('bad job %r: molecule:DISTRO:SCENARIO or cmd:NAME:COMMAND' % spec)
+        self.log = os.path.join(OUT, self.name + '.log')
+        self.rc = None
+        self.seconds = None
+
+    def run(self):
+        start = time.time()
+        env = dict(os.environ, **self.env)
+        with open(self.log, 'w') as log:
+            log.write('$ %s\n' % ' '.join(self.command))
+            log.flush()
+            self.rc = subprocess.call(self.command, cwd=ROOT, env=env, stdout=log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.seconds = time.time() - start
+
+
+def tail(path, lines):
+    with open(path, errors='replace') as handle:
+        return ''.join(handle.readlines()[-lines:])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--lanes', type=int, default=int(os.environ.get('LANES', '2')))
+    parser.add_argument('--default-distro', default=os.environ.get('MOLECULE_DISTRO', 'debian12'))
+    parser.add_argument('--distro-env', action='append', default=[],
+                        help='DISTRO:KEY=VALUE, an environment variable for that image only')
+    parser.add_argument('jobs', nargs='+')
+    args = parser.parse_args()
+
+    extra = {}
+    for item in args.distro_env:
+        distro, _, pair = item.partition(':')
+        key, _, value = pair.partition('=')
+        if not distro or not key:
+            raise SystemExit('bad --distro-env %r: DISTRO:KEY=VALUE' % item)
+        extra.setdefault(distro, {})[key] = value
+
+    os.makedirs(os.path.join(OUT, 'molecule'), exist_ok=True)
+    jobs = [Job(spec, args.default_distro, lambda d: extra.get(d, {})) for spec in args.jobs]
+    names = [job.name for job in jobs]
+    if len(set(names)) != len(names):
+        raise SystemExit('two jobs have the same name: %s' % ' '.join(names))
+
+    # Longest first: the wall times of the last run here, else those measured when the suites
+    # last changed (tests/suite-timings.json, committed), else the order given.
+    history_path = os.path.join(OUT, 'timings.json')
+    history = {}
+    for path in (os.path.join(ROOT, 'tests', 'suite-timings.json'), history_path):
+        try:
+            with open(path) as handle:
+                history.update(json.load(handle))
+        except (OSError, ValueError):
+            pass
+    queue = sorted(jobs, key=lambda job: -history.get(job.name, 0))
+    lock = threading.Lock()
+    started = time.time()
+
+    def lane():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                job = queue.pop(0)
+                print('[%6.0fs] start %s' % (time.time() - started, job.name), flush=True)
+            job.run()
+            with lock:
+                verdict = 'passed' if job.rc == 0 else 'FAILED (exit %d)' % job.rc
+                print('[%6.0fs] %s %s in %.0fs (log: %s)' % (
+                    time.time() - started, job.name, verdict, job.seconds,
+                    os.path.relpath(job.log, ROOT)), flush=True)
+                if job.rc != 0:
+                    print('----- last %d lines of %s -----\n%s-----' % (
+                        TAIL, job.name, tail(job.log, TAIL)), flush=True)
+
+    threads = [threading.Thread(target=lane) for _ in range(max(1, args.lanes))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    total = time.time() - started
+    rows = ['| job | result | wall s |', '| --- | --- | ---: |']
+    for job in sorted(jobs, key=lambda job: -job.seconds):
+        rows.append('| %s | %s | %.0f |' % (job.name, 'passed' if job.rc == 0 else 'failed',
+                                            job.seconds))
+    rows.append('| (all, %d lanes) | | %.0f |' % (args.lanes, total))
+    table = '\n'.join(rows)
+    print(table)
+    with open(os.path.join(OUT, 'timings.md'), 'w') as handle:
+        handle.write(table + '\n')
+    try:
+        with open(history_path) as handle:
+            measured = json.load(handle)
+    except (OSError, ValueError):
+        measured = {}
+    measured.update((job.name, round(job.seconds)) for job in jobs)
+    with open(history_path, 'w') as handle:
+        json.dump(measured, handle, indent=1, sort_keys=True)
+    failed = [job.name for job in jobs if job.rc != 0]
+    if failed:
+        print('failed: %s' % ' '.join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
