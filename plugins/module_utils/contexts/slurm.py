@@ -126,9 +126,9 @@ class Slurm(Context):
             report['error'] = '%s: %s' % (sc.SLURM_CONF, exc)
             return report, [report['error']]
         report['propagated'] = dict((item, flags[name]) for name, item in sc.RLIMITS)
-        report['decided_by'] = (dict(where=entry.where, setting='%s=%s' % (entry.name,
-                                                                          entry.value))
-                                if entry is not None else None)
+        if entry is not None:
+            report['decided_by'] = dict(where=entry.where,
+                                        setting='%s=%s' % (entry.name, entry.value))
         unit, _pending, _error = info.unit_report(auditor.run, UNIT, False)
         report['slurmd_configured'] = unit['configured']
         rc, out, _err = auditor.run(['systemctl', 'show', '-p', 'MainPID', '--value', UNIT])
