@@ -6,11 +6,13 @@
 #   lab/lab.sh down   remove the nodes
 # LAB_PREFIX (gpufleet-lab) names the containers PREFIX-1..N and LAB_DIR (build/lab) holds the
 # inventory, so that several labs (the demo, the benchmark, the reliability suite) can coexist.
+# LAB_SLURM_NODES (0) of the nodes, the first ones, also run a single-node Slurm (lab_slurm).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=${LAB_NODES:-3}
 image=${LAB_IMAGE:-gpufleet-node:debian12}
 prefix=${LAB_PREFIX:-gpufleet-lab}
+slurm_nodes=${LAB_SLURM_NODES:-0}
 dir=${LAB_DIR:-$root/build/lab}
 inventory="$dir/inventory.yml"
 
@@ -36,7 +38,11 @@ up() {
     echo '# Written by lab/lab.sh: the local lab, a stand-in for a GPU fleet.'
     echo 'gpu_nodes:'
     echo '  hosts:'
-    for name in $(names); do echo "    $name:"; done
+    i=0
+    for name in $(names); do
+      i=$((i + 1))
+      if [ "$i" -le "$slurm_nodes" ]; then echo "    $name: {lab_slurm: true}"; else echo "    $name:"; fi
+    done
     echo '  vars:'
     echo '    ansible_connection: community.docker.docker'
     echo '    ansible_python_interpreter: /usr/bin/python3'

@@ -10,6 +10,7 @@ with open(os.path.join(lab, 'before', 'limits-audit.json')) as handle:
 with open(os.path.join(lab, 'after', 'limits-audit.json')) as handle:
     after = json.load(handle)['hosts']
 problems = []
+slurm_nodes = 0
 if len(after) < 3:
     problems.append('expected 3 lab nodes, the audit saw %d' % len(after))
 for host in sorted(after):
@@ -23,8 +24,16 @@ for host in sorted(after):
     for wanted in ('login', 'service', 'user_manager', 'docker'):
         if wanted not in contexts:
             problems.append('%s: context %s was not probed (%s)' % (host, wanted, contexts))
+    if 'slurm_job' in contexts:
+        # the Slurm node (LAB_SLURM_NODES): a job from a default login got less before, not after
+        slurm_nodes += 1
+        if not [g for g in before[host].get('gaps', []) if g['context'] == 'slurm_job']:
+            problems.append('%s: no slurm_job gap before tuning' % host)
+if os.environ.get('LAB_SLURM_NODES', '1') != '0' and not slurm_nodes:
+    problems.append('no lab node ran Slurm (LAB_SLURM_NODES): the slurm_job context was not shown')
 if problems:
     print('demo check failed:\n  ' + '\n  '.join(problems))
     sys.exit(1)
 print('demo check: %d nodes, %d gaps before, 0 after, contexts login/service/user_manager/docker'
-      % (len(after), sum(len(h.get('gaps', [])) for h in before.values())))
+      ', slurm_job on %d' % (len(after), sum(len(h.get('gaps', [])) for h in before.values()),
+                             slurm_nodes))

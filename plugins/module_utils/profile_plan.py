@@ -51,7 +51,8 @@ def parse_request(params):
                    domains=params['domains'], units=params['units'], force=params['force'],
                    on_conflict=params['on_conflict'], dropin=params['dropin'],
                    docker_shm_size=params['docker_shm_size'],
-                   paths=dict((option, params[option]) for option in DEFAULTS))
+                   paths=dict((option, params[option]) for option in DEFAULTS),
+                   slurm_conf_edit=params.get('slurm_conf_edit', True))
 
 
 def plan_profile(params, host):

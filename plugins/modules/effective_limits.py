@@ -19,7 +19,10 @@ description:
     -p User=USER)), which gets the system manager's defaults; C(user_manager) a transient
     service of the user's user manager (C(user@UID.service) must be running, for example with
     C(loginctl enable-linger USER)); C(docker) and C(podman) a new container of an image
-    (C(run --rm --network=none IMAGE cat /proc/self/limits)).
+    (C(run --rm --network=none IMAGE cat /proc/self/limits)); C(slurm_job) a job step
+    (C(srun)) submitted from a login session of the user whose soft limits are the
+    distribution's defaults (nofile 1024, memlock and stack 8 MiB), so that limits a job takes
+    from the submit shell show (docs/slurm.md).
   - With O(units), also reads the limits of each running unit's main process (what the
     processes it starts, such as containerd's containers, inherit).
   - Reads the kernel ceilings C(fs.nr_open), C(fs.file-max), C(kernel.pid_max) and
@@ -35,7 +38,7 @@ options:
     description: The contexts to probe.
     type: list
     elements: str
-    choices: [login, service, user_manager, docker, podman]
+    choices: [login, service, user_manager, docker, podman, slurm_job]
     default: [login, service]
   user:
     description: The user the login, service and user manager probes run as.

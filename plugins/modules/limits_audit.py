@@ -26,7 +26,10 @@ description:
     C(playbooks/audit_limits.yml) on large fleets.
   - Contexts are chosen on the node. C(login) and C(service) always; C(user_manager) when
     O(user)'s user manager runs; C(docker) and C(podman) when the runtime is installed and an
-    image is given.
+    image is given; C(slurm_job) (a job submitted with C(srun) from a login with default soft
+    limits) when C(slurmd.service) and /etc/slurm/slurm.conf exist, with each value's source
+    (slurmd's drop-in line, the slurm.conf line that propagates it or not) and a warning
+    naming the items jobs take from the submit shell.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:

@@ -57,10 +57,13 @@ options:
     description:
       - The contexts to write. An empty list means every context present on the node
         (C(/etc/security), a running systemd, C(user@.service), C(docker.service),
-        C(containerd.service), a C(podman) binary).
+        C(containerd.service), a C(podman) binary, C(slurmd.service) with
+        C(/etc/slurm/slurm.conf)). C(slurm) writes the profile into C(slurmd.service)'s
+        drop-in and stops slurm.conf from propagating the profile's items from the submit
+        shell (O(slurm_conf_edit)); see docs/slurm.md.
     type: list
     elements: str
-    choices: [pam, systemd_system, systemd_user, docker, containerd, podman]
+    choices: [pam, systemd_system, systemd_user, docker, containerd, podman, slurm]
     default: []
   units:
     description:
@@ -138,6 +141,23 @@ options:
     description: The containers.conf drop-in for Podman.
     type: path
     default: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
+  slurm_conf:
+    description:
+      - Slurm's configuration file (the C(slurm) context). It is read with its C(Include)
+        files as Slurm reads it; an unreadable line, a missing include or both
+        C(PropagateResourceLimits) and C(PropagateResourceLimitsExcept) set is refused,
+        naming C(file:line), before anything is written.
+    type: path
+    default: /etc/slurm/slurm.conf
+  slurm_conf_edit:
+    description:
+      - With the C(slurm) context, edit O(slurm_conf) so that the profile's items are not
+        propagated from the submitting shell (the line that decides is edited in place, in
+        the file that holds it; with none, C(PropagateResourceLimitsExcept) is added), and
+        restart C(slurmd.service) under O(restart_policy). C(false) leaves slurm.conf alone
+        and warns which items jobs take from the submit shell instead.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
 notes:
@@ -314,6 +334,8 @@ def main():
             dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
             docker_daemon_json=dict(type='path', default=pp.DEFAULTS['docker_daemon_json']),
             podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
+            slurm_conf=dict(type='path', default=pp.DEFAULTS['slurm_conf']),
+            slurm_conf_edit=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )

@@ -16,9 +16,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 def test_the_two_vocabularies_come_from_the_records():
     assert registry.CONFIGURED == pp.CONTEXTS == [
-        'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman']
+        'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman', 'slurm']
     assert registry.PROBED == effective.CONTEXTS == [
-        'login', 'service', 'user_manager', 'docker', 'podman']
+        'login', 'service', 'user_manager', 'docker', 'podman', 'slurm_job']
     names = [c.name for c in registry.REGISTRY if c.name]
     probes = [c.probe for c in registry.REGISTRY if c.probe]
     assert len(set(names)) == len(names) and len(set(probes)) == len(probes)
@@ -45,7 +45,8 @@ def test_probe_map_is_what_the_role_probes():
 def test_a_deferred_restart_names_the_probed_context_it_leaves_pending():
     assert registry.restart_context('docker.service') == 'docker'
     assert registry.restart_context('user@1001.service') == 'user_manager'
-    assert registry.restart_context('slurmd.service') == 'unit:slurmd.service'
+    assert registry.restart_context('slurmd.service') == 'slurm_job'
+    assert registry.restart_context('kubelet.service') == 'unit:kubelet.service'
 
 
 def test_labels_of_planned_changes_belong_to_one_record():
@@ -61,6 +62,7 @@ def test_audit_texts_and_targets_come_from_the_records():
         'user_manager': "the user manager's own limits",
         'docker': 'inherited from containerd',
         'podman': "Podman's built-in default",
+        'slurm_job': 'slurmd.service (the unit file or the manager default)',
     }
     assert audit.UNIT_FALLBACK == 'the unit or manager default'
     assert audit.TARGETS == [
@@ -69,11 +71,13 @@ def test_audit_texts_and_targets_come_from_the_records():
         ('systemd_user', '/etc/systemd/user.conf.d/90-gpufleet-tuning.conf'),
         ('docker', '/etc/docker/daemon.json'),
         ('podman', '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'),
+        ('slurm', '/etc/slurm/slurm.conf'),
     ]
     assert pp.DEFAULTS == dict(
         pam_path='/etc/security/limits.d/90-gpufleet-tuning.conf',
         docker_daemon_json='/etc/docker/daemon.json',
-        podman_dropin='/etc/containers/containers.conf.d/90-gpufleet-tuning.conf')
+        podman_dropin='/etc/containers/containers.conf.d/90-gpufleet-tuning.conf',
+        slurm_conf='/etc/slurm/slurm.conf')
 
 
 class Host(object):
@@ -98,8 +102,7 @@ def test_actions_fold_each_context_and_defer_with_the_context_pending():
     assert result['units'] == ['slurmd.service'] and result['docker'] is True
     assert result['deferred'] == [
         dict(unit='docker.service', reason='restart policy never', context='docker'),
-        dict(unit='slurmd.service', reason='restart policy never',
-             context='unit:slurmd.service')]
+        dict(unit='slurmd.service', reason='restart policy never', context='slurm_job')]
     assert result['running_containers'] == {'count': None, 'live_restore': False}
 
 

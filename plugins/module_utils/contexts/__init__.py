@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import co
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_user
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import units
@@ -30,6 +31,7 @@ REGISTRY = (
     docker.CONTEXT,
     containerd.CONTEXT,
     podman.CONTEXT,
+    slurm.CONTEXT,
 )
 
 #: limits_profile's ``contexts`` choices (where a context is configured)

@@ -23,7 +23,7 @@ class Request(object):
 
     def __init__(self, profile, limits, contexts, domains=('*', 'root'), units=(),
                  force=False, on_conflict='fail', dropin=None, docker_shm_size=None,
-                 paths=None):
+                 paths=None, slurm_conf_edit=True):
         self.profile = profile          # what the user wrote: {item: value or {soft, hard}}
         self.limits = limits            # the same, parsed: {item: Limit}
         self.contexts = list(contexts)  # the configured contexts to write
@@ -34,6 +34,7 @@ class Request(object):
         self.dropin = dropin
         self.docker_shm_size = docker_shm_size
         self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
+        self.slurm_conf_edit = slurm_conf_edit
 
 
 class Context(object):
