@@ -116,13 +116,23 @@ build: setup
 	ansible-galaxy collection build --force --output-path build .
 
 # Fleet-scale benchmark (benchmarks/results.md, results.json): ping floor, the usual approach and
-# tune_gpu_nodes.yml --tags limits on NODES lab nodes. `make bench NODES=4` is the quick run.
+# tune_gpu_nodes.yml --tags limits on NODES lab nodes, over TRANSPORTS (ssh, the main series;
+# docker; mitogen, from its own venv build/mitogen-venv). `make bench NODES=4` is the quick run.
+# BENCH_PREFIX names the lab's containers (default gpufleet-bench).
 NODES ?= 4 16 32
 REPEAT ?= 3
-bench: setup
+TRANSPORTS ?= ssh docker mitogen
+MITOGEN_VERSION ?= 0.3.54
+MITOGEN_VENV := $(ROOT)/build/mitogen-venv
+$(MITOGEN_VENV)/.installed:
+	$(PYTHON) -m venv $(MITOGEN_VENV)
+	$(MITOGEN_VENV)/bin/pip install -q mitogen==$(MITOGEN_VERSION) $$(grep '^ansible-core==' requirements-dev.txt)
+	touch $@
+bench: setup $(MITOGEN_VENV)/.installed
 	bash scripts/bootstrap-host.sh
 	$(MAKE) images IMAGES=debian12
-	python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT)
+	images/build-ssh-image.sh debian12
+	MITOGEN_VENV=$(MITOGEN_VENV) python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT) --transports "$(TRANSPORTS)"
 
 # The job-shape demand model against measurements (benchmarks/job-demand.md); needs a python
 # with torch: make bench-job TORCH_PYTHON=/path/to/python
