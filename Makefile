@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 demo-watch bench-watch
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 demo-watch bench-watch ee ee-test test-pull
 
 all: test
 
@@ -110,6 +110,7 @@ test: lint sanity vermin unit unit-py38 rules build
 	$(MAKE) test-reliability
 	$(MAKE) test-generations
 	$(MAKE) demo-test
+	$(MAKE) ee test-pull
 
 build: setup
 	mkdir -p build
@@ -133,6 +134,33 @@ bench: setup $(MITOGEN_VENV)/.installed
 	$(MAKE) images IMAGES=debian12
 	images/build-ssh-image.sh debian12
 	MITOGEN_VENV=$(MITOGEN_VENV) python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT) --transports "$(TRANSPORTS)"
+
+# Fleet paths (issue 15, docs/fleet-scale.md). `make ee`: the execution environment's build
+# context (ansible-builder create; CI). `make ee-test`: build the EE image on a locally built base
+# and run tune_gpu_nodes.yml from inside it against a lab node over SSH (not in CI: the build
+# downloads from PyPI). `make test-pull`: a lab node tunes itself with ansible-pull from a local
+# git repository and reruns as a no-op (CI).
+EE_DIR := $(ROOT)/build/ee
+BUILDER_VERSION ?= 3.2.0
+BUILDER_VENV := $(ROOT)/build/builder-venv
+$(BUILDER_VENV)/.installed:
+	$(PYTHON) -m venv $(BUILDER_VENV)
+	$(BUILDER_VENV)/bin/pip install -q ansible-builder==$(BUILDER_VERSION)
+	touch $@
+ee: build $(BUILDER_VENV)/.installed
+	mkdir -p $(EE_DIR)
+	cp "$$(ls -t build/gpufleet-tuning-*.tar.gz | head -1)" $(EE_DIR)/gpufleet-tuning.tar.gz
+	$(BUILDER_VENV)/bin/ansible-builder create -f execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
+	test -s $(EE_DIR)/context/Containerfile
+
+ee-test: ee
+	images/build-ssh-image.sh debian12
+	images/build-ee-base-image.sh
+	tests/fleet/ee_test.sh
+
+test-pull: setup
+	images/build-ssh-image.sh debian12
+	tests/fleet/ansible_pull_test.sh
 
 # The job-shape demand model against measurements (benchmarks/job-demand.md); needs a python
 # with torch: make bench-job TORCH_PYTHON=/path/to/python

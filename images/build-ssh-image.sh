@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Derived node image with sshd, for labs reached over SSH (the benchmark's main series, the
 # ansible-pull and execution-environment tests): gpufleet-node-ssh:DISTRO, built FROM the node
-# image gpufleet-node:DISTRO (which this script never changes) with openssh-server and git from
+# image gpufleet-node:DISTRO (which this script never changes) with openssh-server, git and python3-venv (ansible-pull at boot) from
 # the distribution's archive. Host keys are generated at each node's first boot (a
 # drop-in runs ssh-keygen -A before sshd); the lab installs its own client key (lab/lab.sh).
 #   images/build-ssh-image.sh DISTRO        (FORCE=1 rebuilds an existing tag)
@@ -20,7 +20,7 @@ cat > "$ctx/Dockerfile" <<DOCKERFILE
 FROM $base
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \\
- && apt-get install -y --no-install-recommends openssh-server git \\
+ && apt-get install -y --no-install-recommends openssh-server git python3-venv \\
  && rm -f /etc/ssh/ssh_host_*key* \\
  && printf 'PasswordAuthentication no\nPermitRootLogin prohibit-password\nUseDNS no\nMaxStartups 200:30:400\n' > /etc/ssh/sshd_config.d/90-gpufleet-lab.conf \\
  && mkdir -p /etc/systemd/system/ssh.service.d \\

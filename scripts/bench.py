@@ -183,6 +183,9 @@ def audit_clean(report_dir):
                if r['gaps'] or r['errors']]
         if len(report['hosts']) != len(hosts):
             return 'the audit report has %d hosts, not %d' % (len(report['hosts']), len(hosts))
+        summary = report.get('summary') or {}
+        if summary.get('hosts') != len(hosts) or summary.get('short_hosts') or summary.get('items'):
+            return 'the fleet summary does not say %d hosts, none short: %s' % (len(hosts), summary)
         return 'gaps after tuning: %s' % bad if bad else ''
     return check
 
