@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A base image for the execution environment (execution-environment.yml), built locally since
 # no registry is reachable here: Debian 12 (from the node image's rootfs lineage:
-# gpufleet-node:debian12, never changed) with python3-pip, python3-venv (ensurepip, which
-# ansible-builder's pip_install step runs), git and openssh-client, pip allowed to
-# install into the system Python (PEP 668 marker removed, as in EE base images), and a small
+# gpufleet-node:debian12, never changed) with git, openssh-client and a Python venv, /opt/ee,
+# first on PATH: the EE's Python (execution-environment.yml's python_interpreter), because
+# Debian disables ensurepip for the system Python and ansible-builder's pip_install step runs
+# `python -m ensurepip` (allowed in a venv) and PEP 668 forbids pip there; and a small
 # package-manager adapter (/usr/local/bin/gpufleet-apt) because ansible-builder's scripts call
 # `$PKGMGR install -y ...` and `$PKGMGR clean all` (dnf's syntax).
 #   images/build-ee-base-image.sh          -> gpufleet-ee-base:debian12 (FORCE=1 rebuilds)
@@ -31,8 +32,9 @@ FROM gpufleet-node:debian12
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3-pip python3-venv git openssh-client \
- && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
+ && python3 -m venv /opt/ee \
  && rm -rf /var/lib/apt/lists/*
+ENV PATH=/opt/ee/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 COPY gpufleet-apt /usr/local/bin/gpufleet-apt
 RUN chmod 0755 /usr/local/bin/gpufleet-apt
 CMD ["/bin/bash"]

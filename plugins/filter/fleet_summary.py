@@ -24,6 +24,12 @@ def fleet_summary_lines(summary, markdown=False):
     return fs.lines(summary, bool(markdown))
 
 
+def fleet_summary_text(summary, markdown=False):
+    """The fleet summary as one block of text (the lines joined by newlines)."""
+    return '\n'.join(fs.lines(summary, bool(markdown)))
+
+
 class FilterModule(object):
     def filters(self):
-        return {'fleet_summary': fleet_summary, 'fleet_summary_lines': fleet_summary_lines}
+        return {'fleet_summary': fleet_summary, 'fleet_summary_lines': fleet_summary_lines,
+                'fleet_summary_text': fleet_summary_text}
