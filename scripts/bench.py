@@ -283,7 +283,7 @@ def versions():
 
 def markdown(rows, meta):
     lines = ['# Benchmark: the limits part of tune_gpu_nodes.yml at fleet scale', '',
-             'Written by `make bench` (scripts/bench.py) on %s; %s CPUs, %s, Docker %s, %s. '
+             'Written by `make bench` (scripts/bench.py), runs of %s; %s CPUs, %s, Docker %s, %s. '
              'Lab nodes are containers on this one machine (systemd, PAM, a user manager, a '
              'dockerd and sshd each); forks = N, pipelining on, no fact gathering in any '
              'approach. Transports: **ssh** (ansible.builtin.ssh, ControlPersist; the main '
@@ -291,8 +291,8 @@ def markdown(rows, meta):
              '**mitogen** (SSH through the mitogen_linear strategy). `load` is the 1-minute '
              'load average when the row finished: the machine is shared, so compare rows of '
              'the same N and transport (one run) rather than across runs. Wall time is the whole `ansible`/'
-             '`ansible-playbook` process, the median of %d runs for ping and reruns, one run '
-             'for converges. Invocations are module runs per host (controller-only tasks such '
+             '`ansible-playbook` process, the median of the runs in `runs_s` for ping and '
+             'reruns (%d asked), one run for converges. Invocations are module runs per host (controller-only tasks such '
              'as debug and set_fact are not counted).' % (
                  meta['date'], meta['cpus'], meta['ansible_core'], meta['docker'], meta['mitogen'],
                  meta['repeat']), '',
@@ -326,7 +326,17 @@ def main():
     parser.add_argument('--repeat', type=int, default=int(os.environ.get('REPEAT', '3')))
     parser.add_argument('--transports', default=os.environ.get('TRANSPORTS', 'ssh docker mitogen'))
     parser.add_argument('--out', default=OUT_DIR)
+    parser.add_argument('--render', nargs='+', metavar='RESULTS_JSON',
+                        help='write results.json and results.md from the rows of earlier runs '
+                             '(for example a quick run and a large-N run), measuring nothing')
     args = parser.parse_args()
+    if args.render:
+        rows = []
+        for name in args.render:
+            with open(name) as handle:
+                rows.extend(json.load(handle))
+        write(rows, args, sorted(set(str(r.get('date', '')) for r in rows) - {''}))
+        return
     sizes = [int(n) for n in args.nodes.replace(',', ' ').split()]
     transports = args.transports.replace(',', ' ').split()
     unknown = sorted(set(transports) - set(INVENTORIES))
@@ -338,10 +348,17 @@ def main():
             rows.extend(bench(nodes, args.repeat, transports))
     finally:
         lab('down', max(sizes))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    for row in rows:
+        row['date'] = now
+    write(rows, args, [now])
+
+
+def write(rows, args, dates):
+    """results.json and results.md in args.out from ``rows``."""
     ratios(rows)
     meta = versions()
-    meta.update(date=datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
-                repeat=args.repeat, nproc=os.cpu_count(), load_end=os.getloadavg())
+    meta.update(date=', '.join(dates), repeat=args.repeat)
     with open(os.path.join(args.out, 'results.json'), 'w') as handle:
         json.dump(rows, handle, indent=1)
         handle.write('\n')
