@@ -150,6 +150,8 @@ $(BUILDER_VENV)/.installed:
 ee: build $(BUILDER_VENV)/.installed
 	mkdir -p $(EE_DIR)
 	cp "$$(ls -t build/gpufleet-tuning-*.tar.gz | head -1)" $(EE_DIR)/gpufleet-tuning.tar.gz
+	pip download -q -d $(EE_DIR)/wheels --only-binary=:all: $$(grep '^ansible-core==' requirements-dev.txt) \
+	  ansible-runner bindep pyyaml packaging jinja2 dumb-init==1.2.5 setuptools wheel
 	$(BUILDER_VENV)/bin/ansible-builder create -f execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
 	test -s $(EE_DIR)/context/Containerfile
 

@@ -57,7 +57,7 @@ def fold_hosts(names, limit=12):
         pieces.append((_natural(head + tail), head, tail, group['width'], spans))
     pieces.sort(key=lambda piece: piece[0])
     shown, budget, hidden = [], limit, 0
-    for _, head, tail, width, spans in pieces:
+    for dummy, head, tail, width, spans in pieces:
         if spans is None:
             if budget > 0:
                 shown.append(head)
@@ -146,8 +146,8 @@ def lines(summary, markdown=False):
                 '| hosts |', '| --- | --- | ---: | --- | --- | --- | --- |']
     for entry in summary['items']:
         if not markdown:
-            out.append('%s %s: %d of %d hosts short' % (entry['context'], entry['item'],
-                                                         entry['short'], entry['of']))
+            out.append('%s %s: %d of %d hosts short' % (
+                entry['context'], entry['item'], entry['short'], entry['of']))
         for group in entry['groups']:
             if markdown:
                 out.append('| %s | %s | %d/%d | %s (want %s) | %s | %s | %s |' % (

@@ -21,9 +21,16 @@ echo "EE image $image built in $(( $(date +%s) - start )) s"
 docker run --rm "$image" ansible-galaxy collection list gpufleet.tuning | grep -q gpufleet.tuning \
   || { echo "the EE has no gpufleet.tuning" >&2; exit 1; }
 "$root/lab/lab.sh" up >/dev/null
+# The EE runs as an unprivileged user (uid 1000, as AWX runs it): the lab's key goes in readable.
+keys=$(mktemp -d)
+trap 'rm -rf "$keys"; cleanup' EXIT
+install -m 0644 "$LAB_DIR/ssh/id_ed25519" "$keys/id_ed25519"
+chmod 0755 "$keys"
 play() {
-  docker run --rm -v "$LAB_DIR:$LAB_DIR:ro" -e ANSIBLE_PIPELINING=1 -e ANSIBLE_FORCE_COLOR=0 \
-    "$image" ansible-playbook -i "$LAB_DIR/inventory-ssh.yml" gpufleet.tuning.tune_gpu_nodes --tags limits
+  docker run --rm -v "$LAB_DIR/inventory-ssh.yml:/runner/inventory.yml:ro" -v "$keys:/keys:ro" \
+    -e ANSIBLE_PIPELINING=1 -e ANSIBLE_FORCE_COLOR=0 "$image" \
+    ansible-playbook -i /runner/inventory.yml -e ansible_ssh_private_key_file=/keys/id_ed25519 \
+    gpufleet.tuning.tune_gpu_nodes --tags limits
 }
 recap() { grep -E "^$node +: " | tail -1; }
 first=$(play 2>&1) || { echo "$first" | tail -40; echo "the playbook failed in the EE" >&2; exit 1; }

@@ -38,8 +38,8 @@ def synthetic_fleet(count=1000, seed=15):
             errors = [dict(context='user_service', msg='user manager not running')]
         report = dict(audited=True, rows=rows, errors=errors)
         if number in (999, 1000):
-            report = dict(audited=False, rows=[], errors=[dict(context='host',
-                                                                msg='unreachable: timeout')])
+            why = dict(context='host', msg='unreachable: timeout')
+            report = dict(audited=False, rows=[], errors=[why])
         hosts[name] = report
     # dict order must not matter
     items = list(hosts.items())
@@ -75,7 +75,7 @@ def test_counts_and_groups_for_1000_hosts():
 
 
 def test_rendered_lines_lead_with_the_counts():
-    hosts, _ = synthetic_fleet()
+    hosts = synthetic_fleet()[0]
     text = fs.lines(fs.build(hosts))
     assert text[0] == 'FLEET SUMMARY: 1000 hosts, 998 audited, 50 short of the profile somewhere'
     assert text[1] == 'login nofile: 40 of 998 hosts short'
