@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 suites demo-watch bench-watch
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull
 
 all: test
 
@@ -112,12 +112,14 @@ test-reliability: setup
 # (the order below is by the wall times measured here; build/suites/timings.json once known).
 SUITE_JOBS = $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s)) \
   molecule:$(MOLECULE_DISTRO):reliability $(GENERATION_JOBS) \
-  'cmd:fleet-test:tests/reliability/fleet_test.sh' 'cmd:demo-test:$(MAKE) demo-test'
+  'cmd:fleet-test:tests/reliability/fleet_test.sh' 'cmd:demo-test:$(MAKE) demo-test' \
+  'cmd:test-pull:$(MAKE) test-pull'
 suites: setup
 	$(MAKE) images IMAGES="$(MOLECULE_DISTRO) $(GENERATIONS)"
 	$(SUITES) $(GENERATION_ENV) $(SUITE_JOBS)
 
 test: lint sanity vermin unit unit-py38 rules build
+	$(MAKE) ee
 	$(MAKE) suites
 
 build: setup
@@ -125,13 +127,52 @@ build: setup
 	ansible-galaxy collection build --force --output-path build .
 
 # Fleet-scale benchmark (benchmarks/results.md, results.json): ping floor, the usual approach and
-# tune_gpu_nodes.yml --tags limits on NODES lab nodes. `make bench NODES=4` is the quick run.
+# tune_gpu_nodes.yml --tags limits on NODES lab nodes, over TRANSPORTS (ssh, the main series;
+# docker; mitogen, from its own venv build/mitogen-venv). `make bench NODES=4` is the quick run.
+# BENCH_PREFIX names the lab's containers (default gpufleet-bench).
 NODES ?= 4 16 32
 REPEAT ?= 3
-bench: setup
+TRANSPORTS ?= ssh docker mitogen
+MITOGEN_VERSION ?= 0.3.54
+MITOGEN_VENV := $(ROOT)/build/mitogen-venv
+$(MITOGEN_VENV)/.installed:
+	$(PYTHON) -m venv $(MITOGEN_VENV)
+	$(MITOGEN_VENV)/bin/pip install -q mitogen==$(MITOGEN_VERSION) $$(grep '^ansible-core==' requirements-dev.txt)
+	touch $@
+bench: setup $(MITOGEN_VENV)/.installed
 	bash scripts/bootstrap-host.sh
 	$(MAKE) images IMAGES=debian12
-	python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT)
+	images/build-ssh-image.sh debian12
+	MITOGEN_VENV=$(MITOGEN_VENV) python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT) --transports "$(TRANSPORTS)"
+
+# Fleet paths (issue 15, docs/fleet-scale.md). `make ee`: the execution environment's build
+# context (ansible-builder create; CI). `make ee-test`: build the EE image on a locally built base
+# and run tune_gpu_nodes.yml from inside it against a lab node over SSH (not in CI: the build
+# downloads from PyPI). `make test-pull`: a lab node tunes itself with ansible-pull from a local
+# git repository and reruns as a no-op (CI).
+EE_DIR := $(ROOT)/build/ee
+BUILDER_VERSION ?= 3.2.0
+BUILDER_VENV := $(ROOT)/build/builder-venv
+$(BUILDER_VENV)/.installed:
+	$(PYTHON) -m venv $(BUILDER_VENV)
+	$(BUILDER_VENV)/bin/pip install -q ansible-builder==$(BUILDER_VERSION)
+	touch $@
+ee: build $(BUILDER_VENV)/.installed
+	mkdir -p $(EE_DIR)
+	cp "$$(ls -t build/gpufleet-tuning-*.tar.gz | head -1)" $(EE_DIR)/gpufleet-tuning.tar.gz
+	pip download -q -d $(EE_DIR)/wheels --only-binary=:all: $$(grep '^ansible-core==' requirements-dev.txt) \
+	  ansible-runner bindep pyyaml packaging jinja2 dumb-init==1.2.5 setuptools wheel
+	$(BUILDER_VENV)/bin/ansible-builder create -f execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
+	test -s $(EE_DIR)/context/Containerfile
+
+ee-test: ee
+	images/build-ssh-image.sh debian12
+	images/build-ee-base-image.sh
+	tests/fleet/ee_test.sh
+
+test-pull: setup
+	images/build-ssh-image.sh debian12
+	tests/fleet/ansible_pull_test.sh
 
 # The job-shape demand model against measurements (benchmarks/job-demand.md); needs a python
 # with torch: make bench-job TORCH_PYTHON=/path/to/python

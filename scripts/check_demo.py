@@ -31,6 +31,22 @@ for host in sorted(after):
             problems.append('%s: no slurm_job gap before tuning' % host)
 if os.environ.get('LAB_SLURM_NODES', '1') != '0' and not slurm_nodes:
     problems.append('no lab node ran Slurm (LAB_SLURM_NODES): the slurm_job context was not shown')
+# The fleet summary (issue 15) leads the reports: before tuning it counts every node short and
+# folds their names; after tuning it counts none.
+with open(os.path.join(lab, 'before', 'limits-audit.json')) as handle:
+    summary_before = json.load(handle).get('summary') or {}
+with open(os.path.join(lab, 'after', 'limits-audit.json')) as handle:
+    summary_after = json.load(handle).get('summary') or {}
+short_items = [i for i in summary_before.get('items', []) if i['short'] == len(after)]
+if summary_before.get('short_hosts') != len(after) or not short_items:
+    problems.append('fleet summary before tuning: %s' % summary_before)
+elif not any('[' in g['hosts'] for g in short_items[0]['groups']):
+    problems.append('fleet summary before tuning did not fold the host names: %s' % short_items[0])
+if summary_after.get('short_hosts') != 0 or summary_after.get('items'):
+    problems.append('fleet summary after tuning: %s' % summary_after)
+with open(os.path.join(lab, 'before', 'limits-audit.md')) as handle:
+    if '## Fleet summary' not in handle.read().split('| host |')[0]:
+        problems.append('before/limits-audit.md does not lead with the fleet summary')
 if problems:
     print('demo check failed:\n  ' + '\n  '.join(problems))
     sys.exit(1)

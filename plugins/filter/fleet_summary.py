@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The audit report's fleet summary (module_utils/fleet_summary.py) as filters."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import fleet_summary as fs
+
+
+def fleet_summary(hosts, limit=12):
+    """The fleet summary of an audit report's hosts mapping."""
+    if not isinstance(hosts, dict):
+        raise AnsibleFilterError('fleet_summary expects the report\'s hosts mapping, got %s'
+                                 % type(hosts).__name__)
+    return fs.build(hosts, int(limit))
+
+
+def fleet_summary_lines(summary, markdown=False):
+    """The fleet summary as report lines (plain text, or Markdown with markdown=true)."""
+    return fs.lines(summary, bool(markdown))
+
+
+def fleet_summary_text(summary, markdown=False):
+    """The fleet summary as one block of text (the lines joined by newlines)."""
+    return '\n'.join(fs.lines(summary, bool(markdown)))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'fleet_summary': fleet_summary, 'fleet_summary_lines': fleet_summary_lines,
+                'fleet_summary_text': fleet_summary_text}
