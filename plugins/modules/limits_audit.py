@@ -153,7 +153,7 @@ job_fit:
   returned: success, when O(job) is given
   type: dict
   sample:
-    demand: {nofile: 20080, threads: 176, fds_main: 20080, fds_worker: 8064, processes: 9, shm_bytes: 1291845632,
+    demand: {nofile: 20080, threads: 109, fds_main: 20080, fds_worker: 8064, processes: 9, shm_bytes: 1355415552,
              pinned_bytes: 0}
     shortfalls: [{context: login, item: nofile, need: 20080, have: 1024, short_by: 19056}]
     fits: [service]
