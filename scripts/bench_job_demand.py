@@ -99,6 +99,9 @@ def main():
                        rows=rows), handle, indent=2)
         handle.write('\n')
     lines = ['# Job-shape demand model: predicted against measured', '',
+             'No GPU: no device machine was lent to this work (checked), so every figure is '
+             'CPU-only PyTorch; no test depends on a GPU. The CUDA/NCCL threads of a rank are an '
+             'allowance in the model (`extra_threads`, default 8), not measured here.', '',
              'Written by `scripts/bench_job_demand.py` (torch %s, %d CPUs). Each row runs the '
              'DataLoader check with that shape (%d float32 values per tensor, 24 samples, 2 '
              'epochs) and compares its peaks with `job_demand.demand()` for the same shape. '

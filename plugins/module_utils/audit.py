@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import pwd
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import audit_job
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
@@ -141,7 +142,8 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None):
 
 def audit(host, params):
     """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
-    docker_image, podman_image, timeout."""
+    docker_image, podman_image, timeout and job (optional: the training job's shape,
+    :mod:`audit_job`)."""
     profile = params['profile']
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
@@ -150,6 +152,10 @@ def audit(host, params):
         items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
         model.parse_profile(profile, 'profile')
     except model.LimitError as exc:
+        raise AuditError(str(exc), result)
+    try:
+        job = audit_job.parse(params.get('job'))
+    except audit_job.jd.JobError as exc:
         raise AuditError(str(exc), result)
     try:
         pwd.getpwnam(user)
@@ -194,4 +200,6 @@ def audit(host, params):
         systemd_pending=system['pending'],
         rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
                   unappliable(configured[registry.named('pam').probe], host_limits.Ceiling())))
+    if job:
+        result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
     return result, warnings

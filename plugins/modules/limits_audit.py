@@ -58,6 +58,13 @@ options:
     description: Seconds each probe may take.
     type: int
     default: 60
+  job:
+    description:
+      - A training job's shape (the keys of the C(job_demand) filter and docs/job-shape.md, such as C(num_workers),
+        C(batch_size), C(tensors_per_batch), C(bytes_per_batch), C(sharing_strategy)). When given, C(job_fit) says in
+        which probed context the job does not fit, which item, its demand against the soft limit and by how much.
+      - Checked before anything is probed; a bad field fails the audit naming C(job.FIELD).
+    type: dict
 extends_documentation_fragment:
   - gpufleet.tuning.attributes.INFO
 seealso:
@@ -141,6 +148,20 @@ unwritable:
   elements: dict
   sample: [{context: pam, path: /etc/security/limits.d/90-gpufleet-tuning.conf,
             msg: "/etc/security/limits.d/90-gpufleet-tuning.conf: cannot write: directory /etc/security/limits.d is not writable (read-only?)"}]
+job_fit:
+  description:
+    - With O(job), the job's predicted peaks (C(demand)), each probed context's shortfall (C(shortfalls), the soft
+      limit C(have) below the job's C(need) by C(short_by)), the contexts that hold the job (C(fits)) and those that do
+      not (C(short)); C(beyond_kernel) is a sentence when one process needs more descriptors than fs.nr_open.
+  returned: success, when O(job) is given
+  type: dict
+  sample:
+    demand: {nofile: 20080, threads: 109, fds_main: 20080, fds_worker: 8064, processes: 9, shm_bytes: 1355415552,
+             pinned_bytes: 0}
+    shortfalls: [{context: login, item: nofile, need: 20080, have: 1024, short_by: 19056}]
+    fits: [service]
+    short: [login]
+    beyond_kernel: null
 present:
   description: The contexts present on the node (as limits_profile finds them).
   returned: success
@@ -163,6 +184,7 @@ def main():
             docker_image=dict(type='str'),
             podman_image=dict(type='str'),
             timeout=dict(type='int', default=60),
+            job=dict(type='dict'),
         ),
         supports_check_mode=True,
     )

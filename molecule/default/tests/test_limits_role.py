@@ -159,6 +159,38 @@ def run_audit(host, tmp_path, profile, **variables):
     return proc, report['hosts'][host.backend.host], (tmp_path / 'limits-audit.md').read_text()
 
 
+# One process of this job holds 64 + 2 x 8 + 10 x 2000 = 20080 descriptors at its peak.
+AUDIT_JOB = {'num_workers': 8, 'batch_size': 64, 'tensors_per_batch': 2000,
+             'bytes_per_batch': '64MiB'}
+
+
+def test_audit_marks_each_context_where_a_job_does_not_fit(host, tmp_path):
+    """issue 13.1: with a job, the audit marks each probed context (all at nofile 16384 here)
+    where the job does not fit, with its demand, the soft limit and by how much."""
+    proc, node, markdown = run_audit(host, tmp_path, EXPECTED_PROFILE, audit_job=AUDIT_JOB,
+                                     limits_verify_docker_image='tiny:latest')
+    assert proc.returncode == 0, proc.stdout
+    fit = node['job_fit']
+    assert fit['demand']['nofile'] == 20080
+    assert sorted((s['context'], s['item'], s['need'], s['have'], s['short_by'])
+                  for s in fit['shortfalls']) == [
+        (context, 'nofile', 20080, 16384, 3696)
+        for context in ('docker', 'login', 'service', 'user_manager')]
+    assert fit['fits'] == [] and fit['beyond_kernel'] is None
+    assert '## Job fit' in markdown
+    assert '| %s | login | nofile | 20080 | 16384 | **3696** |' % host.backend.host in markdown
+    assert 'the job does not fit service: nofile needs 20080, soft limit 16384, short by 3696' \
+        in proc.stdout
+
+
+def test_audit_refuses_a_bad_job_naming_the_field_before_probing(host, tmp_path):
+    proc, node, _markdown = run_audit(host, tmp_path, EXPECTED_PROFILE,
+                                      audit_job=dict(AUDIT_JOB, num_workers=0))
+    assert proc.returncode != 0
+    assert not node['audited'] and node['contexts'] == {}
+    assert 'job.num_workers: 0 is below 1' in node['errors'][0]['msg'], node
+
+
 SITE_DROPIN = '/etc/systemd/system.conf.d/95-site.conf'
 GPU_LINES = '/etc/security/limits.d/95-gpu.conf'
 TYPO_LINES = '/etc/security/limits.d/96-typos.conf'
