@@ -6,7 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.filter.pytorch_env import (
+from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import (
     last_line)
 
 # canary -> the failure kind it must show ('' = it must pass)
