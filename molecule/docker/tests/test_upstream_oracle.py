@@ -1,5 +1,5 @@
-"""dockerd and Podman as the oracles for the decoding rules ported in tests/unit/
-test_oracle_containers.py: the real daemon judges daemon.json and containers.conf variants,
+"""dockerd and Podman as the oracles for the decoding rules ported in tests/unit/plugins/
+module_utils/test_oracle_containers.py: the real daemon judges daemon.json and containers.conf variants,
 and what it does (refuses to start, or the limits and /dev/shm a new container gets) must be
 what docker_daemon_json and containers_conf say. Runs after the scenario's other tests and puts
 daemon.json, the drop-ins and dockerd back as converge left them."""

@@ -8,10 +8,10 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.filter import dataloader_check as dc
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 import scenario_support  # noqa: E402  pylint: disable=wrong-import-position
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 SCRIPT = os.path.join(ROOT, 'roles', 'dataloader_check', 'files', 'dataloader_smoke.py')
 
 GOOD = {'ok': True, 'error': '', 'samples_per_s': 1.5, 'peak_fds': 4009,

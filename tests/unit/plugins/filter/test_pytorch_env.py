@@ -6,7 +6,7 @@ import yaml
 
 from ansible_collections.gpufleet.tuning.plugins.filter import pytorch_env as pe
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
 
 @pytest.fixture(scope='module')
