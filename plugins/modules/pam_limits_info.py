@@ -119,7 +119,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result = info.pam_report(module.params)
+        result = info.pam_report(module.params, module)
     except info.InfoError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)
