@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 demo-watch bench-watch
+.PHONY: all setup venv collection images lint changelog sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 demo-watch bench-watch
 
 all: test
 
@@ -42,6 +42,12 @@ images:
 
 lint: setup
 	ansible-lint --profile production
+	antsibull-changelog lint
+
+# CHANGELOG.md from changelogs/changelog.yaml (antsibull-changelog; fragments in
+# changelogs/fragments/ are folded in by `antsibull-changelog release --version X` at a release).
+changelog: setup
+	antsibull-changelog generate
 
 sanity: setup
 	scripts/ansible-test-sanity.sh
