@@ -83,10 +83,9 @@ molecule: setup
 # Podman 5) with fewer random layouts: about 15 minutes here (pam 4, systemd 7, docker 4).
 # Not part of `make test` (CI time); run it when a parser or a scenario changes.
 # The pam, systemd and docker scenarios, differential tests included, on the other Debian
-# generations (Debian 11: PAM 1.4, systemd 247; Debian 13: PAM 1.7, systemd 257) with fewer
-# random layouts than on Debian 12; part of make test. GENERATIONS picks the images. Debian 11
-# runs pam and systemd only: its Podman 3.0.1 reads no containers.conf.d drop-in, so the
-# docker scenario's Podman half fails there (a known gap, docs/limit-model.md).
+# generations (Debian 11: PAM 1.4, systemd 247, Podman 3.0; Debian 13: PAM 1.7, systemd 257,
+# Podman 5) with fewer random layouts than on Debian 12; part of make test. GENERATIONS picks
+# the images. On Debian 11 podman_ulimits edits containers.conf (Podman 3.0 reads no drop-in).
 GENERATIONS ?= debian11 debian13
 GENERATION_CASES ?= 6
 SCENARIOS_debian11 ?= pam systemd
