@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The import graph of plugins/module_utils: for each file, the module_utils it imports (at the
 top or inside a function), as a Markdown table for docs/contexts.md.
 
