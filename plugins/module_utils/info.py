@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_mode
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence as sdprec
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
@@ -113,7 +114,7 @@ def pending_entries(target, configured, live, action):
 
 
 def manager_report(run, scope, user, running):
-    resolution = sdconf.resolve_manager(scope)
+    resolution = sdprec.resolve_manager(scope)
     configured = configured_limits(resolution)
     report = {'scope': scope, 'files': resolution.files, 'configured': resolution.configured(),
               'invalid': resolution.invalid, 'skipped': resolution.skipped, 'live': None}
@@ -147,7 +148,7 @@ def manager_report(run, scope, user, running):
 
 
 def unit_report(run, unit, running):
-    resolution = sdconf.resolve_unit(unit)
+    resolution = sdprec.resolve_unit(unit)
     configured = configured_limits(resolution)
     report = {'files': resolution.files, 'configured': resolution.configured(),
               'invalid': resolution.invalid, 'live': None, 'process': None,
