@@ -44,9 +44,14 @@ def format_version(version):
     return '.'.join(str(part) for part in version) if version else 'unknown'
 
 
-def podman_version(host):
-    """Podman's version from ``podman --version`` (``podman version 3.0.1``), or None when
-    there is no podman or it cannot say. ``host``: the AnsibleModule."""
+def podman_version(host, root=''):
+    """Podman's version, or None when there is no podman or nothing says: dpkg's status file
+    (package podman), else ``podman --version`` (``podman version 3.0.1``). dpkg comes first
+    because podman reads every containers.conf before it answers, and fails on a broken one.
+    ``host``: the AnsibleModule."""
+    version = dpkg_version('podman', root)
+    if version is not None or host is None or root:
+        return version
     binary = host.get_bin_path('podman')
     if not binary:
         return None

@@ -31,7 +31,7 @@ description:
   - Podman before 3.3 (Debian 11's 3.0.1) reads no C(containers.conf.d) drop-in (containers/common
     pull request 615). There, a O(path) in C(/etc/containers/containers.conf.d) is replaced by
     C(/etc/containers/containers.conf), edited the same lossless way, with a warning; the version is
-    asked with C(podman --version).
+    read from dpkg's status file, else asked with C(podman --version).
 author:
   - gpufleet.tuning contributors (@gpufleet)
 attributes:

@@ -105,3 +105,11 @@ def test_user_overrides(tmp_path):
         {'user': 'ana',
          'source': '/home/ana/.config/containers/containers.conf.d/50-nofile.conf:2:1',
          'key': 'default_ulimits'}]
+
+
+def test_podman_version_from_dpkg_status(tmp_path):
+    """Asked without running podman, which fails on a broken containers.conf."""
+    _write(tmp_path, versions.DPKG_STATUS, 'Package: podman\nStatus: install ok installed\n'
+           'Version: 3.0.1+dfsg1-3+deb11u5\n')
+    assert versions.podman_version(None, root=str(tmp_path)) == (3, 0, 1)
+    assert versions.podman_version(None, root=str(tmp_path / 'none')) is None
