@@ -88,7 +88,7 @@ molecule: setup
 # the images. On Debian 11 podman_ulimits edits containers.conf (Podman 3.0 reads no drop-in).
 GENERATIONS ?= debian11 debian13
 GENERATION_CASES ?= 6
-SCENARIOS_debian11 ?= pam systemd
+SCENARIOS_debian11 ?= pam systemd docker
 SCENARIOS_debian13 ?= pam systemd docker
 test-generations: setup
 	for distro in $(GENERATIONS); do \
