@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The import graph of plugins/module_utils: for each file, the module_utils it imports (at the
 top or inside a function), as a Markdown table for docs/contexts.md.
 
-    scripts/module_utils_graph.py            # print the table
-    scripts/module_utils_graph.py --write    # replace the table in docs/contexts.md
+    python3 scripts/module_utils_graph.py            # print the table
+    python3 scripts/module_utils_graph.py --write    # replace the table in docs/contexts.md
 """
 import ast
 import os
@@ -15,7 +14,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 SOURCES = os.path.join(ROOT, 'plugins', 'module_utils')
 DOC = os.path.join(ROOT, 'docs', 'contexts.md')
 PREFIX = 'ansible_collections.gpufleet.tuning.plugins.module_utils'
-BEGIN = '<!-- import graph: scripts/module_utils_graph.py --write -->'
+BEGIN = '<!-- import graph: python3 scripts/module_utils_graph.py --write -->'
 END = '<!-- end of import graph -->'
 
 
