@@ -64,6 +64,11 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+pam_version:
+  description: The installed Linux-PAM (dpkg's status file, else C(rpm -q pam)); null when unknown. The files are read as it reads them.
+  returned: always
+  type: str
+  sample: "1.5.2"
 files:
   description: Each file pam_limits reads, in its order, with its entries.
   returned: always
