@@ -81,7 +81,7 @@ def shm_repro_facts(output):
     return dict(line.split('=', 1) for line in output.split() if '=' in line)
 
 
-# Prometheus' text format, as the drift watch's tests read it (tests/unit/test_drift_watch.py,
+# Prometheus' text format, as the drift watch's tests read it (tests/unit/plugins/module_utils/test_drift_watch.py,
 # molecule/watch).
 def samples(text):
     """{(name, frozenset(labels)): value} of a metrics text."""

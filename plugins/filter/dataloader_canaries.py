@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
-# Copyright (c) gpufleet.tuning contributors
+# Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The DataLoader check's canaries of the failure modes beyond descriptors (docs/dataloader-check.md)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.filter.pytorch_env import (
+from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import (
     last_line)
 
 # canary -> the failure kind it must show ('' = it must pass)

@@ -37,9 +37,12 @@ ULIMITS_KEY = 'default_ulimits'
 SHM_KEY = 'shm_size'
 # What Podman (containers/common pkg/config systemConfigs()) reads for root, in order; a later
 # file overrides a key. Drop-ins are read from /etc/containers/containers.conf.d only: there is
-# no /usr/share/containers/containers.conf.d. (containers/common 0.58+, Podman 5, also reads
-# $XDG_CONFIG_HOME or $HOME/.config/containers/containers.conf(.d) for root; not modelled.)
+# no /usr/share/containers/containers.conf.d. Podman before 3.3 reads no drop-in directory
+# (versions.py). A user's own $HOME/.config/containers/containers.conf(.d) comes after them all
+# (rootless; root's too from Podman 5): user_overrides reports them, the planners do not edit them.
 MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf')
+# The file written instead of a drop-in where Podman reads none (before 3.3).
+ETC_MAIN = MAIN_FILES[1]
 DROPIN_DIRS = ('/etc/containers/containers.conf.d',)
 
 
@@ -390,25 +393,37 @@ def format_shm_size(value):
     return str(int(value))
 
 
-def config_files(root=''):
+def config_files(root='', dropins=True):
     """The containers.conf files Podman reads for root, in order (existing ones only).
 
-    CONTAINERS_CONF, when set, replaces them all, as in Podman.
+    CONTAINERS_CONF, when set, replaces them all, as in Podman. ``dropins``: False for a Podman
+    that reads no drop-in directory (before 3.3, versions.podman_reads_dropins).
     """
     override = os.environ.get('CONTAINERS_CONF')
     if override:
         return [override] if os.path.isfile(root + override) else []
     files = [path for path in MAIN_FILES if os.path.isfile(root + path)]
-    for directory in DROPIN_DIRS:
-        names = [os.path.basename(path) for path in glob.glob(root + os.path.join(directory, '*.conf'))
-                 if not os.path.isdir(path)]
-        # os.ReadDir order: by file name, bytewise.
-        files.extend(os.path.join(directory, name)
-                     for name in sorted(names, key=lambda n: n.encode('utf-8', 'surrogateescape')))
+    for directory in DROPIN_DIRS if dropins else ():
+        files.extend(_dropins(root, directory))
     return files
 
 
-def effective(root=''):
+def _dropins(root, directory):
+    names = [os.path.basename(path) for path in glob.glob(root + os.path.join(directory, '*.conf'))
+             if not os.path.isdir(path)]
+    # os.ReadDir order: by file name, bytewise.
+    return [os.path.join(directory, name)
+            for name in sorted(names, key=lambda n: n.encode('utf-8', 'surrogateescape'))]
+
+
+def ignored_dropins(root=''):
+    """The drop-ins a Podman before 3.3 does not read (there are none to ignore from 3.3 on)."""
+    if os.environ.get('CONTAINERS_CONF'):
+        return []
+    return [path for directory in DROPIN_DIRS for path in _dropins(root, directory)]
+
+
+def effective(root='', dropins=True):
     """What Podman will use: {'default_ulimits': {item: (Limit, 'file:line:col')},
     'shm_size': (bytes, 'file:line:col') or None, 'files': [...], 'problems': [...]}.
 
@@ -417,7 +432,7 @@ def effective(root=''):
     # attributedstring.Slice keeps its append attribute from one file to the next: once a file
     # says {append=true}, later files append too until one says {append=false}.
     sticky_append = None
-    for path in config_files(root):
+    for path in config_files(root, dropins):
         raw = read_bytes(root + path)
         if raw is None:
             continue
@@ -499,17 +514,22 @@ APPEND_NOTE = ('Podman before 5.0 (containers/common before 0.58) refuses a cont
                'whose default_ulimits holds an {append=...} attribute ("incompatible types")')
 
 
-def overriding_files(path, keys, root=''):
+def overriding_files(path, keys, root='', dropins=True):
     """[(file, key)] of config files Podman reads after ``path`` that set one of ``keys`` in
     [containers] (they would replace what ``path`` sets)."""
-    files = config_files(root)
+    files = config_files(root, dropins)
     if path in files:
         later = files[files.index(path) + 1:]
     else:
         later = [f for f in files if os.path.dirname(f) == os.path.dirname(path)
                  and os.path.basename(f) > os.path.basename(path)]
+    return _setting(later, keys, root)
+
+
+def _setting(paths, keys, root=''):
+    """[(file:line:col, key)] of ``paths`` that set one of ``keys`` in [containers]."""
     found = []
-    for other in later:
+    for other in paths:
         raw = read_bytes(root + other)
         if raw is None:
             continue
@@ -521,4 +541,27 @@ def overriding_files(path, keys, root=''):
             entry = doc.get(TABLE, key)
             if entry is not None:
                 found.append((doc.place(entry.start), key))
+    return found
+
+
+def user_files(home, root=''):
+    """A user's own containers.conf files, in the order Podman reads them after the system's
+    (containers/common pkg/config, since pull request #615): ``$HOME/.config/containers/
+    containers.conf``, then ``containers.conf.d/*.conf`` by name. Rootless Podman reads them
+    (from 3.3 on); root's Podman too from Podman 5 (containers/common 0.58).
+    ``$XDG_CONFIG_HOME``, when a user sets it, moves them; it is not known here."""
+    base = os.path.join(home, '.config', 'containers')
+    files = [path for path in [os.path.join(base, 'containers.conf')] if os.path.isfile(root + path)]
+    return files + _dropins(root, os.path.join(base, 'containers.conf.d'))
+
+
+def user_overrides(users, root='', keys=(ULIMITS_KEY, SHM_KEY)):
+    """[{user, source, key}]: users whose own containers.conf sets ``keys`` and so replaces the
+    system default for their Podman. ``users``: [(name, home)]."""
+    found = []
+    for name, home in users:
+        if not home or home == '/':
+            continue
+        for place, key in _setting(user_files(home, root), keys, root):
+            found.append({'user': name, 'source': place, 'key': key})
     return found

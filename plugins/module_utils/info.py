@@ -21,9 +21,11 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_mode
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence as sdprec
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
+from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
 
 
@@ -57,18 +59,22 @@ def debian_family():
     return False
 
 
-def pam_report(params):
+def pam_report(params, host=None):
     """pam_limits_info's result: the files in pam_limits order and, for params['user'], what a
-    login session gets from them. params: user, limits_conf, limits_dir, root_wildcards."""
+    login session gets from them. params: user, limits_conf, limits_dir, root_wildcards.
+    The files are read as the node's Linux-PAM reads them (versions.pam_version; ``host``, the
+    AnsibleModule, asks rpm where there is no dpkg)."""
+    pam_version = versions.pam_version(host)
     if params['root_wildcards'] == 'auto':
         root_wildcards = not debian_family()
     else:
         root_wildcards = params['root_wildcards'] == 'true'
-    result = dict(changed=False, files=[], invalid=[], root_wildcards=root_wildcards)
+    result = dict(changed=False, files=[], invalid=[], root_wildcards=root_wildcards,
+                  pam_version=versions.format_version(pam_version) if pam_version else None)
     files = []
     try:
         for path in conf.pam_order(params['limits_conf'], params['limits_dir']):
-            parsed = conf.read_file(path)
+            parsed = conf.read_file(path, pam_version)
             if parsed is not None:
                 files.append(parsed)
     except (IOError, OSError) as exc:
@@ -108,7 +114,7 @@ def pending_entries(target, configured, live, action):
 
 
 def manager_report(run, scope, user, running):
-    resolution = sdconf.resolve_manager(scope)
+    resolution = sdprec.resolve_manager(scope)
     configured = configured_limits(resolution)
     report = {'scope': scope, 'files': resolution.files, 'configured': resolution.configured(),
               'invalid': resolution.invalid, 'skipped': resolution.skipped, 'live': None}
@@ -142,7 +148,7 @@ def manager_report(run, scope, user, running):
 
 
 def unit_report(run, unit, running):
-    resolution = sdconf.resolve_unit(unit)
+    resolution = sdprec.resolve_unit(unit)
     configured = configured_limits(resolution)
     report = {'files': resolution.files, 'configured': resolution.configured(),
               'invalid': resolution.invalid, 'live': None, 'process': None,
@@ -231,12 +237,34 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
     return result
 
 
-def podman_report():
-    """podman_ulimits_info's result without the probe."""
-    found = cc.effective()
+def podman_report(host=None):
+    """podman_ulimits_info's result without the probe. ``host`` (the AnsibleModule), when
+    given, asks Podman its version: a Podman before 3.3 reads no drop-in, so drop-ins are left
+    out of what it uses and listed in ``ignored``. ``user_overrides``: users whose own
+    containers.conf replaces the system default for their Podman."""
+    version = versions.podman_version(host) if host is not None else None
+    dropins = versions.podman_reads_dropins(version)
+    found = cc.effective(dropins=dropins)
     limits = dict((name, limit) for name, (limit, _src) in found['default_ulimits'].items())
     sources = dict((name, src) for name, (_limit, src) in found['default_ulimits'].items())
     config = {'default_ulimits': ctl.limits_result(limits, sources), 'shm_size': None}
     if found['shm_size'] is not None:
         config['shm_size'] = {'bytes': found['shm_size'][0], 'source': found['shm_size'][1]}
-    return dict(changed=False, files=found['files'], config=config, problems=found['problems'])
+    ignored = [] if dropins else cc.ignored_dropins()
+    notes = ['%s: Podman %s reads no containers.conf.d drop-in (Podman 3.3 and later do), so '
+             'this file does not apply' % (path, versions.format_version(version))
+             for path in ignored]
+    overrides = cc.user_overrides(_users())
+    notes.extend('%s: %s sets %s for its own Podman (rootless; root too from Podman 5), which '
+                 'replaces the system default for that user' % (o['source'], o['user'], o['key'])
+                 for o in overrides)
+    return dict(changed=False, files=found['files'], config=config, problems=found['problems'],
+                podman_version=versions.format_version(version) if version else None,
+                ignored=ignored, user_overrides=overrides, notes=notes)
+
+
+def _users():
+    """[(name, home)] of the accounts that can log in and run Podman of their own: root and
+    the users with a uid from 1000 on (the Debian and RHEL range), nobody (65534) left out."""
+    return [(entry.pw_name, entry.pw_dir) for entry in pwd.getpwall()
+            if entry.pw_uid == 0 or 1000 <= entry.pw_uid < 65534]

@@ -47,6 +47,7 @@ TYPES = ('soft', 'hard', '-')
 _NOT_IN_NAME_RE = re.compile(r'[\s#]')
 # Linux-PAM versions: None means unknown (read as before 1.6, problems name the difference).
 PAM_SPLIT_REST = (1, 6)
+PAM_RTTIME_SINCE = (1, 7, 1)
 _C_SPACE = ' \t\n\v\f\r'
 
 
@@ -146,6 +147,18 @@ def parse_domain(text):
     return Domain(text, 'user', name=text)
 
 
+def rttime_problem(pam_version=None):
+    """Why an rttime line is reported: pam_limits applies it from Linux-PAM 1.7.1 on."""
+    if pam_version is None:
+        applied = 'is applied by pam_limits 1.7.1 and later only (older versions ignore the line)'
+    elif tuple(pam_version) >= PAM_RTTIME_SINCE:
+        applied = 'is applied by this pam_limits (Linux-PAM 1.7.1 and later)'
+    else:
+        applied = ('is ignored by this pam_limits (Linux-PAM %s; 1.7.1 and later apply it)'
+                   % '.'.join(str(part) for part in pam_version))
+    return 'rttime %s; gpufleet.tuning does not manage rttime' % applied
+
+
 def split_fields(body, pam_version=None):
     """The fields pam_limits finds in a line (comment and newline already cut off):
     (fields, value). Before Linux-PAM 1.6, sscanf("%s%s%s%s"): up to four words, any more are
@@ -234,8 +247,7 @@ class Line(object):
             self._invalid(str(exc))
             return
         if self.item == 'rttime':
-            self._invalid('rttime is applied by pam_limits 1.7.1 and later only (older versions '
-                          'ignore the line); gpufleet.tuning does not manage rttime')
+            self._invalid(rttime_problem(self.pam_version))
             return
         if self.item not in model.ITEMS:
             self._invalid('unknown item %r' % self.item)
@@ -334,11 +346,11 @@ def pam_order(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, extra=None):
     return paths
 
 
-def read_file(path):
-    """Parsed LimitsFile, or None when the file does not exist."""
+def read_file(path, pam_version=None):
+    """Parsed LimitsFile, or None when the file does not exist. ``pam_version``: see parse."""
     try:
         with open(path, 'rb') as handle:
-            return parse(text_codec.decode_bytes(handle.read()), path)
+            return parse(text_codec.decode_bytes(handle.read()), path, pam_version)
     except (IOError, OSError) as exc:
         if getattr(exc, 'errno', None) == 2:
             return None

@@ -202,9 +202,10 @@ def _lines_value(lines, nr_open=None):
     return soft, hard
 
 
-def plan_file(current_text, entries, state, exclusive=False):
-    """New file text for the request. ``current_text`` is None for a missing file."""
-    limits_file = conf.parse(current_text or '', None)
+def plan_file(current_text, entries, state, exclusive=False, pam_version=None):
+    """New file text for the request. ``current_text`` is None for a missing file;
+    ``pam_version`` decides how its lines are read (pam_limits_conf.parse)."""
+    limits_file = conf.parse(current_text or '', None, pam_version)
     wanted = dict((e.key, e) for e in entries)
     by_key = {}
     for line in limits_file.lines:
@@ -321,13 +322,13 @@ def wildcard_root_warnings(entries):
     return warnings
 
 
-def read_layout(limits_conf, limits_dir, target):
+def read_layout(limits_conf, limits_dir, target, pam_version=None):
     """Parsed files in pam order (the target included even when it does not exist yet)."""
     files = []
     for path in conf.pam_order(limits_conf, limits_dir, extra=target):
-        parsed = conf.read_file(path)
+        parsed = conf.read_file(path, pam_version)
         if parsed is None:
-            parsed = conf.parse('', path)
+            parsed = conf.parse('', path, pam_version)
         files.append(parsed)
     return files
 
@@ -353,10 +354,11 @@ def file_mode(mode, result=None):
     return mode
 
 
-def plan_change(params, ceiling=None):
+def plan_change(params, ceiling=None, pam_version=None):
     """The pam_limits module's plan: its parameters mapped in this one place (``limits``,
     ``path``, ``state``, ``exclusive``, ``on_conflict``, ``force``, ``mode``, ``limits_conf``,
-    ``limits_dir``), then :func:`plan_entries`. Returns a changes.Change; raises
+    ``limits_dir``), then :func:`plan_entries`. ``pam_version``: the node's Linux-PAM
+    (versions.pam_version), None when unknown. Returns a changes.Change; raises
     changes.Failure."""
     result = new_result(params['path'])
     mode = file_mode(params['mode'], result)
@@ -366,7 +368,7 @@ def plan_change(params, ceiling=None):
         raise changes.Failure(str(exc), result, kind=exc.kind)
     return plan_entries(entries, params['path'], params['state'], params['exclusive'],
                         params['on_conflict'], params['force'], mode, params['limits_conf'],
-                        params['limits_dir'], ceiling, result)
+                        params['limits_dir'], ceiling, result, pam_version)
 
 
 def new_result(path):
@@ -375,9 +377,10 @@ def new_result(path):
 
 def plan_entries(entries, path, state='present', exclusive=False, on_conflict='fail',
                  force=False, mode=0o644, limits_conf=conf.LIMITS_CONF,
-                 limits_dir=conf.LIMITS_DIR, ceiling=None, result=None):
+                 limits_dir=conf.LIMITS_DIR, ceiling=None, result=None, pam_version=None):
     """Guards, layout, conflicts and the new file for typed ``entries`` ([Entry]); nothing
-    written. Returns a changes.Change; raises changes.Failure."""
+    written. ``pam_version``: Linux-PAM's, which decides how existing lines are read (None:
+    unknown, pam_limits_conf.parse). Returns a changes.Change; raises changes.Failure."""
     result = result if result is not None else new_result(path)
     result['entries'] = [e.as_dict() for e in entries]
 
@@ -390,7 +393,7 @@ def plan_entries(entries, path, state='present', exclusive=False, on_conflict='f
                         % (path, limits_conf, limits_dir))
 
     try:
-        files = read_layout(limits_conf, limits_dir, path)
+        files = read_layout(limits_conf, limits_dir, path, pam_version)
         current = safe_file.read_bytes(path)
     except (safe_file.FileError, IOError, OSError) as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
@@ -415,7 +418,7 @@ def plan_entries(entries, path, state='present', exclusive=False, on_conflict='f
 
     current_text = text_codec.decode_bytes(current)
     try:
-        new_text = plan_file(current_text, entries, state, exclusive)
+        new_text = plan_file(current_text, entries, state, exclusive, pam_version)
     except PlanError as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
 

@@ -2,11 +2,15 @@
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Planning Podman's containers.conf drop-in (default_ulimits, shm_size). Nothing is written
-here; podman_ulimits and limits_profile (the podman context) write the returned Change."""
+here; podman_ulimits and limits_profile (the podman context) write the returned Change.
+
+A Podman before 3.3 (Debian 11's 3.0.1) reads no drop-in: there the plan edits
+/etc/containers/containers.conf instead, losslessly, and says so (versions.py)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
@@ -16,12 +20,13 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError, read_bytes
 
 
 def plan_podman(params, host, ceiling=None):
     """The podman_ulimits plan. ``params``: ulimits, shm_size, purge, path, force."""
-    path = params['path']
+    path, dropins, notes = target(params['path'], versions.podman_version(host))
     result = dict(changed=False, path=path, restart_required=False, overridden_by=[])
 
     try:
@@ -68,7 +73,7 @@ def plan_podman(params, host, ceiling=None):
     changed = new_text != doc.text
     keys = [key for key, present in ((cc.ULIMITS_KEY, final), (cc.SHM_KEY, shm_entry))
             if present]
-    for place, key in cc.overriding_files(path, keys):
+    for place, key in cc.overriding_files(path, keys, dropins=dropins):
         result['overridden_by'].append(place)
         warnings.append('%s sets %s too and is read after %s, so it replaces this value'
                         % (place, key, path))
@@ -77,5 +82,16 @@ def plan_podman(params, host, ceiling=None):
                                     'live_restore': None}
     change = changes.Change(path, result, doc.text if raw is not None else None,
                             new_text, changed=changed)
-    change.warnings = warnings
+    change.warnings = notes + warnings
     return change
+
+
+def target(path, version):
+    """(the file to write, whether Podman reads drop-ins, [notes]) for the requested ``path``
+    and Podman's ``version`` (None: unknown, taken to read drop-ins)."""
+    dropins = versions.podman_reads_dropins(version)
+    if dropins or os.path.dirname(os.path.abspath(path)) not in cc.DROPIN_DIRS:
+        return path, dropins, []
+    return cc.ETC_MAIN, dropins, [
+        'Podman %s reads no containers.conf.d drop-in (Podman 3.3 and later do): editing %s '
+        'instead of %s' % (versions.format_version(version), cc.ETC_MAIN, path)]

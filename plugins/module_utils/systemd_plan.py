@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence as sdprec
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
@@ -177,9 +178,9 @@ def plan_change(params, run, ceiling=None):
         new_text = sdconf.plan_edit(current_text, section, prefix, request, state, path)
         overlay = {path: new_text}
         if unit:
-            resolution = sdconf.resolve_unit(unit, overlay=overlay, extra=path)
+            resolution = sdprec.resolve_unit(unit, overlay=overlay, extra=path)
         else:
-            resolution = sdconf.resolve_manager(scope, overlay=overlay, extra=path)
+            resolution = sdprec.resolve_manager(scope, overlay=overlay, extra=path)
     except (safe_file.FileError, sdconf.ConfError, model.LimitError) as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     result['configured'] = resolution.configured()

@@ -197,6 +197,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
 
 
 def main():
@@ -221,7 +222,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    change = changes.run_guarded(module, plan.plan_change, module.params)
+    change = changes.run_guarded(module, plan.plan_change, module.params, None,
+                                 versions.pam_version(module))
     changes.finish(module, change, backup=module.params['backup'])
 
 

@@ -64,6 +64,11 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+pam_version:
+  description: The installed Linux-PAM (dpkg's status file, else C(rpm -q pam)); null when unknown. The files are read as it reads them.
+  returned: always
+  type: str
+  sample: "1.5.2"
 files:
   description: Each file pam_limits reads, in its order, with its entries.
   returned: always
@@ -119,7 +124,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result = info.pam_report(module.params)
+        result = info.pam_report(module.params, module)
     except info.InfoError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)

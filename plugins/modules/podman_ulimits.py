@@ -28,6 +28,10 @@ description:
   - A list in a later containers.conf file replaces this one (Podman does not merge lists unless
     C({append=true}) is used); the module warns when a drop-in read after this one sets the same
     key.
+  - Podman before 3.3 (Debian 11's 3.0.1) reads no C(containers.conf.d) drop-in (containers/common
+    pull request 615). There, a O(path) in C(/etc/containers/containers.conf.d) is replaced by
+    C(/etc/containers/containers.conf), edited the same lossless way, with a warning; the version is
+    read from dpkg's status file, else asked with C(podman --version).
 author:
   - gpufleet.tuning contributors (@gpufleet)
 attributes:
@@ -89,7 +93,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 path:
-  description: The drop-in managed.
+  description: The file managed (C(/etc/containers/containers.conf) instead of a drop-in where Podman reads none, before 3.3).
   returned: always
   type: str
   sample: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf

@@ -62,7 +62,30 @@ EXAMPLES = r'''
 
 RETURN = r'''
 files:
-  description: The containers.conf files read, in order.
+  description: The containers.conf files read, in order (without drop-ins where Podman reads none, before Podman 3.3).
+  returned: always
+  type: list
+  elements: str
+podman_version:
+  description: Podman's version (C(podman --version)); null without podman.
+  returned: always
+  type: str
+  sample: "3.0.1"
+ignored:
+  description: Drop-ins in C(/etc/containers/containers.conf.d) this Podman does not read (Podman before 3.3 reads none).
+  returned: always
+  type: list
+  elements: str
+user_overrides:
+  description: >-
+    Users whose own C($HOME/.config/containers/containers.conf) or C(containers.conf.d/*.conf) sets
+    C(default_ulimits) or C(shm_size), which replaces the system default for their Podman (rootless; root too from
+    Podman 5). Each has C(user), C(source) (file:line:col) and C(key).
+  returned: always
+  type: list
+  elements: dict
+notes:
+  description: One line for each ignored drop-in and each user override (also given as warnings).
   returned: always
   type: list
   elements: str
@@ -117,7 +140,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    result = info.podman_report()
+    result = info.podman_report(module)
+    for note in result['notes']:
+        module.warn(note)
 
     image = module.params['image']
     if image:

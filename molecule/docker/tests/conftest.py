@@ -16,6 +16,8 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model impor
 
 DAEMON_JSON = '/etc/docker/daemon.json'
 PODMAN_DROPIN = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
+# Where podman_ulimits writes on a Podman before 3.3, which reads no drop-in (Debian 11).
+PODMAN_MAIN = '/etc/containers/containers.conf'
 # What converge.yml sets, in kernel units.
 EXPECTED = {
     'nofile': Limit(8192, 16384),
@@ -55,6 +57,18 @@ def run_playbook(host, playbook):
 @pytest.fixture
 def module(host):
     return lambda name, args, check=False: run_module(host, name, args, check)
+
+
+def podman_reads_dropins(host):
+    version = host.check_output('podman --version').split()[-1]
+    return tuple(int(part) for part in version.split('.')[:2]) >= (3, 3)
+
+
+@pytest.fixture(scope='module')
+def podman_conf(host):
+    """The file our Podman settings are in: the drop-in, or where Podman reads none (before
+    3.3), /etc/containers/containers.conf (tasks/podman_conf.yml)."""
+    return PODMAN_DROPIN if podman_reads_dropins(host) else PODMAN_MAIN
 
 
 def checksum(host, path):

@@ -1,18 +1,18 @@
 """Refusals: bad_input.yml runs every bad case (unparsable daemon.json, unreadable entries,
 conflicting dockerd flags, invalid values, broken Podman drop-ins) and checks each message and
 checksum; dockerd itself confirms that the flag conflict we refuse is one it refuses."""
-from conftest import DAEMON_JSON, PODMAN_DROPIN, checksum, run_playbook
+from conftest import DAEMON_JSON, checksum, run_playbook
 
 
-def test_bad_input_is_refused_with_files_untouched(host):
-    before = (checksum(host, DAEMON_JSON), checksum(host, PODMAN_DROPIN),
+def test_bad_input_is_refused_with_files_untouched(host, podman_conf):
+    before = (checksum(host, DAEMON_JSON), checksum(host, podman_conf),
               checksum(host, '/etc/default/docker'))
     rc, output = run_playbook(host, 'bad_input.yml')
     assert rc == 0, output[-6000:]
     # 9 Docker and 3 Podman cases, each ending in its checksum assertion.
     assert output.count('The file is unchanged') == 12, output[-6000:]
     assert output.count('The message names the place') == 12, output[-6000:]
-    after = (checksum(host, DAEMON_JSON), checksum(host, PODMAN_DROPIN),
+    after = (checksum(host, DAEMON_JSON), checksum(host, podman_conf),
              checksum(host, '/etc/default/docker'))
     assert after == before
     assert not host.file('/etc/systemd/system/docker.service.d/50-flags.conf').exists

@@ -1,5 +1,5 @@
-"""dockerd and Podman as the oracles for the decoding rules ported in tests/unit/
-test_oracle_containers.py: the real daemon judges daemon.json and containers.conf variants,
+"""dockerd and Podman as the oracles for the decoding rules ported in tests/unit/plugins/
+module_utils/test_oracle_containers.py: the real daemon judges daemon.json and containers.conf variants,
 and what it does (refuses to start, or the limits and /dev/shm a new container gets) must be
 what docker_daemon_json and containers_conf say. Runs after the scenario's other tests and puts
 daemon.json, the drop-ins and dockerd back as converge left them."""
@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from conftest import DAEMON_JSON, DOCKER, PODMAN, container_limits, container_shm_kib
+from conftest import (DAEMON_JSON, DOCKER, PODMAN, PODMAN_MAIN, container_limits,
+                      container_shm_kib, podman_reads_dropins)
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 
@@ -82,10 +83,23 @@ PODMAN_VARIANTS = [
 ]
 
 
+@pytest.fixture
+def oracle_conf(host):
+    """Where a containers.conf variant is read last: a drop-in of its own, or where Podman
+    reads no drop-in (before 3.3) /etc/containers/containers.conf, put back afterwards."""
+    if podman_reads_dropins(host):
+        yield ORACLE_DROPIN
+        host.run('rm -f %s' % ORACLE_DROPIN)
+    else:
+        host.check_output('cp -p %s /root/oracle.keep' % PODMAN_MAIN)
+        yield PODMAN_MAIN
+        host.check_output('cp -p /root/oracle.keep %s' % PODMAN_MAIN)
+
+
 @pytest.mark.parametrize('text', PODMAN_VARIANTS)
-def test_podman_reads_containers_conf_as_we_do(host, converged, text):
-    _write(host, ORACLE_DROPIN, text)
-    doc = cc.scan(text, ORACLE_DROPIN)
+def test_podman_reads_containers_conf_as_we_do(host, converged, oracle_conf, text):
+    _write(host, oracle_conf, text)
+    doc = cc.scan(text, oracle_conf)
     try:
         entry = doc.get(cc.TABLE, cc.ULIMITS_KEY)
         ours_ulimits = cc.read_ulimits(doc, entry)[0] if entry else None
@@ -102,7 +116,6 @@ def test_podman_reads_containers_conf_as_we_do(host, converged, text):
             assert (limits[item].soft, limits[item].hard) == (limit.soft, limit.hard), item
         if ours_shm:
             assert container_shm_kib(host, PODMAN) == _pages_kib(ours_shm)
-    host.run('rm -f %s' % ORACLE_DROPIN)
 
 
 def test_podman_reads_no_usr_share_dropins(host, converged):
@@ -116,13 +129,15 @@ def test_podman_reads_no_usr_share_dropins(host, converged):
         host.run('rm -f /usr/share/containers/containers.conf.d/95-oracle.conf')
 
 
-def test_append_attribute_by_podman_version(host, converged):
+def test_append_attribute_by_podman_version(host, converged, oracle_conf):
     """containers/common 0.58+ (Podman 5) reads {append=true}; older Podman refuses it."""
     version = host.check_output("podman version --format '{{.Client.Version}}'")
-    _write(host, ORACLE_DROPIN, '[containers]\ndefault_ulimits = ["nofile=1:1", {append=true}]\n')
+    _write(host, oracle_conf, '[containers]\ndefault_ulimits = ["nofile=1:1", {append=true}]\n')
     info = host.run('podman info --format json')
     major = int(version.split('.')[0])
     assert (info.rc == 0) == (major >= 5), (version, info.stderr)
     if major < 5:
-        assert 'incompatible types' in info.stderr
-    host.run('rm -f %s' % ORACLE_DROPIN)
+        # Podman 4 (go-toml's decoder): "incompatible types"; Podman 3.0 (BurntSushi/toml):
+        # "arrays must be homogeneous"
+        assert 'incompatible types' in info.stderr or 'must be homogeneous' in info.stderr, \
+            info.stderr

@@ -1,4 +1,4 @@
-"""pam_limits as the oracle for cases ported from its source (tests/unit/test_oracle_pam.py):
+"""pam_limits as the oracle for cases ported from its source (tests/unit/plugins/module_utils/test_oracle_pam.py):
 a real `su -` session of a user with a fully-qualified name (as SSSD or AD give them) gets what
 pam_limits_info says, on values the readers once misread: text after the number, 0x, a sign,
 overflows, sizes too large to scale, and '%' lines for items other than maxlogins."""

@@ -1,5 +1,5 @@
-"""systemd as the oracle for the cases ported from its own test suite (tests/unit/
-test_oracle_systemd.py): each value goes into a unit of its own, one daemon-reload, and
+"""systemd as the oracle for the cases ported from its own test suite (tests/unit/plugins/
+module_utils/test_oracle_systemd.py): each value goes into a unit of its own, one daemon-reload, and
 `systemctl show` says what systemd made of it; it must be what from_systemd_config says (a value
 it refuses leaves the unit's default). Then `systemd-analyze verify` judges the unit and the
 drop-in this scenario's converge wrote."""
@@ -8,7 +8,7 @@ import base64
 import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
-from unit.test_oracle_systemd import CASES, SINCE
+from unit.plugins.module_utils.test_oracle_systemd import CASES, SINCE
 
 UNIT = 'gpufleet-oracle%d.service'
 BODY = '[Service]\nType=oneshot\nExecStart=/bin/true\n'

@@ -31,6 +31,7 @@ class Pam(Context):
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
         from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
 
         def plan():
             path = request.paths[self.path_option]
@@ -41,7 +42,8 @@ class Pam(Context):
                                       kind=exc.kind)
             return pam_limits_plan.plan_entries(
                 entries, path, on_conflict=request.on_conflict, force=request.force,
-                limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, ceiling=ceiling)
+                limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, ceiling=ceiling,
+                pam_version=versions.pam_version(host))
         return [(self.name, plan)]
 
     def probe_command(self, user, uid, params):
@@ -50,7 +52,8 @@ class Pam(Context):
     def report(self, auditor):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
         return info.pam_report(dict(user=auditor.user, limits_conf=LIMITS_CONF,
-                                    limits_dir=LIMITS_DIR, root_wildcards='auto')), []
+                                    limits_dir=LIMITS_DIR, root_wildcards='auto'),
+                               auditor.host), []
 
     def audit_probe(self, report, auditor):
         return True

@@ -47,7 +47,8 @@ class Podman(Context):
         if self.name not in auditor.present:
             return None, []
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-        return info.podman_report(), []
+        report = info.podman_report(auditor.host)
+        return report, list(report['notes'])
 
     def audit_probe(self, report, auditor):
         return report is not None and bool(auditor.params.get(self.image_option))

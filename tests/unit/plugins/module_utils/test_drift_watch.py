@@ -18,10 +18,10 @@ import pytest
 from ansible_collections.gpufleet.tuning.plugins.module_utils import drift_watch as dw
 from ansible_collections.gpufleet.tuning.plugins.module_utils import textfile_metrics as tm
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 from scenario_support import key, samples  # noqa: E402  pylint: disable=wrong-import-position
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 ENTRY = os.path.join(ROOT, 'roles', 'limits_watch', 'files', 'gpufleet_limits_watch.py')
 PROMTOOL = shutil.which('promtool')
 

@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.filter import pytorch_env as pe
+from ansible_collections.gpufleet.tuning.plugins.filter import dataloader_check as dc
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 import scenario_support  # noqa: E402  pylint: disable=wrong-import-position
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 SCRIPT = os.path.join(ROOT, 'roles', 'dataloader_check', 'files', 'dataloader_smoke.py')
 
 GOOD = {'ok': True, 'error': '', 'samples_per_s': 1.5, 'peak_fds': 4009,
@@ -25,25 +25,25 @@ CANARY = {'ok': False, 'fd_exhausted': True, 'nofile_soft': 1024, 'nofile_hard':
 
 def test_parse_takes_the_json_line():
     out = 'motd noise\n' + json.dumps(GOOD) + '\n'
-    record = pe.dataloader_check_parse(out, 0, '', 'login')
+    record = dc.dataloader_check_parse(out, 0, '', 'login')
     assert record['ok'] and record['peak_fds'] == 4009 and record['label'] == 'login'
 
 
 def test_parse_without_json_is_a_failure():
-    record = pe.dataloader_check_parse('', 124, 'Killed\n', 'service')
+    record = dc.dataloader_check_parse('', 124, 'Killed\n', 'service')
     assert not record['ok']
     assert 'timed out' in record['error'] and 'Killed' in record['error']
-    record = pe.dataloader_check_parse('{not json}', 2)
+    record = dc.dataloader_check_parse('{not json}', 2)
     assert not record['ok'] and 'no result' in record['error']
 
 
 def test_parse_ok_but_nonzero_status_is_not_ok():
-    record = pe.dataloader_check_parse(json.dumps(GOOD), 1)
+    record = dc.dataloader_check_parse(json.dumps(GOOD), 1)
     assert not record['ok']
 
 
 def test_report_all_good():
-    report = pe.dataloader_check_report({'login': GOOD, 'service': GOOD}, CANARY, 'node1')
+    report = dc.dataloader_check_report({'login': GOOD, 'service': GOOD}, CANARY, 'node1')
     assert report['ok'] and report['problems'] == []
     assert report['canary']['failed'] and report['canary']['fd_exhausted']
     assert 'Too many open files' in report['canary']['error']
@@ -54,7 +54,7 @@ def test_report_all_good():
 
 def test_report_canary_that_passes_means_the_check_is_broken():
     passing = dict(GOOD, nofile_soft=1024)
-    report = pe.dataloader_check_report({'login': GOOD}, passing, 'n')
+    report = dc.dataloader_check_report({'login': GOOD}, passing, 'n')
     assert not report['ok']
     assert not report['canary']['failed']
     assert 'check is broken' in report['problems'][0]
@@ -62,13 +62,13 @@ def test_report_canary_that_passes_means_the_check_is_broken():
 
 def test_report_canary_failing_for_another_reason():
     other = dict(CANARY, fd_exhausted=False, error="ImportError: No module named 'torch'")
-    report = pe.dataloader_check_report({'login': GOOD}, other, 'n')
+    report = dc.dataloader_check_report({'login': GOOD}, other, 'n')
     assert not report['ok'] and 'another reason' in report['problems'][0]
 
 
 def test_report_failed_context():
     bad = dict(CANARY)
-    report = pe.dataloader_check_report({'login': GOOD, 'service': bad}, CANARY, 'n')
+    report = dc.dataloader_check_report({'login': GOOD, 'service': bad}, CANARY, 'n')
     assert not report['ok']
     assert report['problems'] == ['service: RuntimeError: unable to open shared memory object '
                                   '</torch_1_2_3> in read-write mode: Too many open files (24) '
@@ -76,7 +76,7 @@ def test_report_failed_context():
 
 
 def test_report_without_canary():
-    report = pe.dataloader_check_report({'login': GOOD}, None, 'n', canary_enabled=False)
+    report = dc.dataloader_check_report({'login': GOOD}, None, 'n', canary_enabled=False)
     assert report['ok'] and report['canary'] is None
 
 
@@ -108,7 +108,7 @@ def test_smoke_canary_recipe_fails_at_1024(tmp_path):
         [_torch_python(), SCRIPT, '--data-dir', str(tmp_path / 'data'), '--samples', '4',
          '--num-workers', '2', '--soft-nofile', '1024', '--label', 'canary'],
         capture_output=True, text=True, timeout=300, check=False)
-    record = pe.dataloader_check_parse(proc.stdout, proc.returncode, proc.stderr)
+    record = dc.dataloader_check_parse(proc.stdout, proc.returncode, proc.stderr)
     assert proc.returncode == 1, proc.stderr
     assert not record['ok'] and record['fd_exhausted'], record['error']
     assert record['nofile_soft'] == 1024
@@ -116,11 +116,11 @@ def test_smoke_canary_recipe_fails_at_1024(tmp_path):
 
 def test_parse_run_of_registered_results():
     run = {'item': 'service', 'rc': 0, 'stdout': json.dumps(GOOD), 'stderr': ''}
-    assert pe.dataloader_check_parse_run(run)['label'] == 'service'
-    assert not pe.dataloader_check_parse_run({'skipped': True})['ok']
+    assert dc.dataloader_check_parse_run(run)['label'] == 'service'
+    assert not dc.dataloader_check_parse_run({'skipped': True})['ok']
     canary = {'rc': 1, 'stdout': json.dumps(CANARY), 'stderr': ''}
-    report = pe.dataloader_check_report({'login': pe.dataloader_check_parse_run(
-        dict(run, item='login'))}, pe.dataloader_check_parse_run(canary), 'h', True, 3)
+    report = dc.dataloader_check_report({'login': dc.dataloader_check_parse_run(
+        dict(run, item='login'))}, dc.dataloader_check_parse_run(canary), 'h', True, 3)
     assert report['ok'] and report['shm_leftovers_removed'] == 3
 
 
@@ -129,15 +129,15 @@ def test_plot_svg_from_sweep():
         {'num_workers': 1, 'ok': True, 'samples_per_s': 0.5, 'peak_fds': 3000},
         {'num_workers': 4, 'ok': True, 'samples_per_s': 1.5, 'peak_fds': 9000},
         {'num_workers': 8, 'ok': False, 'samples_per_s': 0.0, 'error': 'x'}])
-    report = pe.dataloader_check_report({'login': login, 'service': GOOD}, CANARY, 'n1')
-    svg = pe.dataloader_check_plot_svg(report)
+    report = dc.dataloader_check_report({'login': login, 'service': GOOD}, CANARY, 'n1')
+    svg = dc.dataloader_check_plot_svg(report)
     import xml.etree.ElementTree as ET
     root = ET.fromstring(svg)
     lines = root.findall('{http://www.w3.org/2000/svg}polyline')
     assert len(lines) == 1                      # only login has a sweep
     assert len(lines[0].get('points').split()) == 3   # 1, 2, 4 workers; the failed 8 left out
     assert 'n1: DataLoader throughput' in svg
-    assert pe.dataloader_check_plot_svg({'contexts': {'login': GOOD}}) == ''
+    assert dc.dataloader_check_plot_svg({'contexts': {'login': GOOD}}) == ''
 
 
 def test_plot_svg_shows_a_failed_point():
@@ -147,7 +147,7 @@ def test_plot_svg_shows_a_failed_point():
         {'num_workers': 8, 'ok': False, 'samples_per_s': 0.0,
          'error': 'RuntimeError: DataLoader worker (pid 9) is killed by signal: Bus error. It '
                   'is possible that dataloader\'s workers are out of shared memory <&>'}])
-    svg = pe.dataloader_check_plot_svg(pe.dataloader_check_report({'login': login}, CANARY, 'n'))
+    svg = dc.dataloader_check_plot_svg(dc.dataloader_check_report({'login': login}, CANARY, 'n'))
     import xml.etree.ElementTree as ET
     root = ET.fromstring(svg)
     crosses = [p for p in root.findall('{http://www.w3.org/2000/svg}path')
@@ -158,7 +158,7 @@ def test_plot_svg_shows_a_failed_point():
     assert len(failed) == 1 and 'out of shared memory <&>' in failed[0]
     # a sweep whose every point failed still gives a plot that says so
     only_failed = dict(login, sweep=login['sweep'][1:])
-    svg = pe.dataloader_check_plot_svg({'host': 'n', 'contexts': {'login': only_failed}})
+    svg = dc.dataloader_check_plot_svg({'host': 'n', 'contexts': {'login': only_failed}})
     assert 'failed: login, 8 workers' in svg
 
 
@@ -167,7 +167,7 @@ def test_summary_names_workers_and_headroom_and_cuts_at_words():
     mid-word."""
     login = dict(GOOD, num_workers=3, peak_fds=4096, nofile_soft=16384)
     canary = dict(CANARY, error='RuntimeError: ' + 'abcdefghij ' * 12 + 'Too many open files (24)')
-    report = pe.dataloader_check_report({'login': login}, canary, 'n')
+    report = dc.dataloader_check_report({'login': login}, canary, 'n')
     assert 'login ok 1.50 samples/s with 3 workers, peak 4096 fds of soft nofile 16384' in \
         report['summary']
     assert 'headroom 4.0x' in report['summary']
@@ -263,3 +263,10 @@ def test_a_failed_sweep_point_leaves_no_worker_and_no_shm(tmp_path):
     assert not point['ok'] and 'No space left on device' in point['error'], point
     # before: 5 workers left with PPID 1 and 6 torch_* files in /dev/shm
     assert facts == {'rc': '0', 'left': '0', 'shm': '0'}, facts
+
+
+def test_filters_are_registered():
+    names = dc.FilterModule().filters()
+    for name in ('dataloader_check_parse', 'dataloader_check_parse_run', 'dataloader_check_report',
+                 'dataloader_check_plot_svg'):
+        assert callable(names[name])

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_mode
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 COLLECTIONS = os.path.join(ROOT, 'build', 'collections')
 U = model.UNLIMITED
 

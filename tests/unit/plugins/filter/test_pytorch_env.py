@@ -6,7 +6,7 @@ import yaml
 
 from ansible_collections.gpufleet.tuning.plugins.filter import pytorch_env as pe
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
 
 @pytest.fixture(scope='module')
@@ -158,5 +158,5 @@ def test_pip_args():
 def test_filters_are_registered():
     names = pe.FilterModule().filters()
     for name in ('pytorch_env_installer', 'pytorch_env_cuda_variant', 'pytorch_env_torch_index',
-                 'pytorch_env_tos_channels', 'dataloader_check_report'):
+                 'pytorch_env_tos_channels'):
         assert callable(names[name])

@@ -8,6 +8,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_mode
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence as sp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 U = m.UNLIMITED
@@ -200,7 +201,7 @@ def test_manager_precedence_across_directories(tmp_path):
           '[Manager]\nDefaultLimitNPROC=9000:100\n')       # soft > hard: ignored
     write(tmp_path, '/etc/systemd/system.conf.d/.hidden.conf', '[Manager]\nDefaultLimitNPROC=1\n')
     write(tmp_path, '/etc/systemd/system.conf.d/50-notconf.txt', '[Manager]\nDefaultLimitNPROC=2\n')
-    resolution = sc.resolve_manager('system', root=str(tmp_path))
+    resolution = sp.resolve_manager('system', root=str(tmp_path))
     got = resolution.configured()
     assert got['nofile']['soft'] == 400
     assert got['nofile']['source'] == '/etc/systemd/system.conf.d/30-same.conf'
@@ -221,14 +222,14 @@ def test_dev_null_link_masks_a_dropin(tmp_path):
     write(tmp_path, '/usr/lib/systemd/user.conf.d/50-x.conf', '[Manager]\nDefaultLimitNOFILE=7\n')
     os.makedirs(str(tmp_path) + '/etc/systemd/user.conf.d')
     os.symlink('/dev/null', str(tmp_path) + '/etc/systemd/user.conf.d/50-x.conf')
-    assert sc.resolve_manager('user', root=str(tmp_path)).configured() == {}
+    assert sp.resolve_manager('user', root=str(tmp_path)).configured() == {}
 
 
 def test_bad_header_stops_later_manager_files(tmp_path):
     write(tmp_path, '/etc/systemd/system.conf.d/10-a.conf',
           '[Manager]\nDefaultLimitNOFILE=10\n[Manager\nDefaultLimitNOFILE=11\n')
     write(tmp_path, '/etc/systemd/system.conf.d/20-b.conf', '[Manager]\nDefaultLimitNOFILE=20\n')
-    resolution = sc.resolve_manager('system', root=str(tmp_path))
+    resolution = sp.resolve_manager('system', root=str(tmp_path))
     assert resolution.configured()['nofile']['soft'] == 10
     assert resolution.skipped == ['/etc/systemd/system.conf.d/20-b.conf']
 
@@ -237,7 +238,7 @@ def test_invalid_values_keep_earlier_value(tmp_path):
     write(tmp_path, '/etc/systemd/system.conf', '[Manager]\nDefaultLimitNOFILE=1000:2000\n'
           'DefaultLimitNOFILE=infinity:100\nDefaultLimitNOFILE=lots\nDefaultLimitNOFILE=\n'
           'DefaultLimitNOFILE=3000 :4000\nDefaultLimitNOFILESoft=5\n')
-    resolution = sc.resolve_manager('system', root=str(tmp_path))
+    resolution = sp.resolve_manager('system', root=str(tmp_path))
     assert resolution.configured()['nofile']['hard'] == 2000
     assert [i['line'] for i in resolution.invalid] == [3, 4, 5, 6]
 
@@ -246,12 +247,12 @@ def test_overlay_and_extra_place_a_planned_file(tmp_path):
     write(tmp_path, '/run/systemd/system.conf.d/95-late.conf', '[Manager]\nDefaultLimitNOFILE=5\n')
     mine = '/etc/systemd/system.conf.d/90-gpufleet-tuning.conf'
     overlay = {mine: '[Manager]\nDefaultLimitNOFILE=4096\nDefaultLimitNPROC=10\n'}
-    resolution = sc.resolve_manager('system', root=str(tmp_path), overlay=overlay, extra=mine)
+    resolution = sp.resolve_manager('system', root=str(tmp_path), overlay=overlay, extra=mine)
     got = resolution.configured()
     assert got['nofile']['source'] == '/run/systemd/system.conf.d/95-late.conf'
     assert got['nproc']['source'] == mine
     # a removed file (overlay None) is not read
-    assert sc.resolve_manager('system', root=str(tmp_path), overlay={mine: None},
+    assert sp.resolve_manager('system', root=str(tmp_path), overlay={mine: None},
                               extra=mine).files == ['/run/systemd/system.conf.d/95-late.conf']
 
 
@@ -265,7 +266,7 @@ def test_unit_precedence(tmp_path):
           '[Unit]\nLimitNPROC=1\n')
     write(tmp_path, '/etc/systemd/system/train.service.d/15-broken.conf',
           '[Service\nLimitNOFILE=1\n')
-    resolution = sc.resolve_unit('train', root=str(tmp_path))
+    resolution = sp.resolve_unit('train', root=str(tmp_path))
     got = resolution.configured()
     assert got['nofile']['soft'] == 400 and got['nproc']['hard'] == 7 and got['core']['hard'] == 0
     assert resolution.skipped == []       # unit drop-ins are read independently
@@ -291,3 +292,11 @@ def test_set_after_a_dangling_continuation_ends_it_first():
     assert conf.render() == '[Manager]\nKey=value \\\n\nDefaultLimitNOFILE=1\n'
     assert [(s.key, s.value) for s in conf.assignments('Manager')] == [
         ('Key', 'value'), ('DefaultLimitNOFILE', '1')]
+
+
+def test_precedence_names_stay_reachable_from_systemd_conf():
+    """systemd_precedence left systemd_conf; callers of the old names still find them."""
+    for name in ('Setting', 'Resolution', 'resolve', 'resolve_manager', 'resolve_unit'):
+        assert getattr(sc, name) is getattr(sp, name)
+    with pytest.raises(AttributeError):
+        getattr(sc, 'no_such_name')

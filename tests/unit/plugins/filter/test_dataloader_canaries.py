@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.filter import dataloader_canaries as dc
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'roles', 'dataloader_check', 'files'))
 import dataloader_smoke  # noqa: E402  pylint: disable=wrong-import-position
 

@@ -4,6 +4,7 @@ import pytest
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence as sp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan as mod
 
 U = m.UNLIMITED
@@ -72,7 +73,7 @@ def test_conflicts_name_file_and_line(tmp_path):
     mine = sdpaths.dropin_path('system')
     request = {'nofile': L(4096, 16384), 'nproc': L(4096, 4096), 'core': L(0, 0)}
     text = sc.plan_edit(None, 'Manager', 'DefaultLimit', request, 'present')
-    resolution = sc.resolve_manager('system', root=root, overlay={mine: text}, extra=mine)
+    resolution = sp.resolve_manager('system', root=root, overlay={mine: text}, extra=mine)
     conflicts = mod.find_conflicts(request, resolution, mine)
     assert [(c['item'], c['path'], c['line']) for c in conflicts] == [
         ('nofile', '/run/systemd/system.conf.d/99-late.conf', 3)]

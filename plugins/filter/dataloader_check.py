@@ -1,0 +1,230 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions of the dataloader_check role, as plain functions: turn the smoke test's output into
+a result record, and the records of all contexts plus the canary into the
+``dataloader_check_results`` fact with a one-line summary and the list of problems that fail the
+play; the results plot (SVG).
+
+Everything here is plain Python (no Ansible import) so tests/unit can test it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+_RESULT_DEFAULTS = {
+    'ok': False, 'error': '', 'fd_exhausted': False, 'samples_per_s': 0.0, 'peak_fds': 0,
+    'nofile_soft': None, 'nofile_hard': None,
+}
+
+
+def dataloader_check_parse(stdout, rc=None, stderr='', label=''):
+    """The smoke test's JSON line from a command's stdout, as a result record.
+
+    A run that printed no JSON (killed by `timeout`, no python, a crash before the report) gives
+    a record with ok false and an error that says so, with the exit status and the stderr tail.
+    """
+    record = None
+    for line in reversed(str(stdout or '').splitlines()):
+        line = line.strip()
+        if line.startswith('{') and line.endswith('}'):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                break
+            record = None
+    if record is None:
+        tail = ' '.join(str(stderr or '').strip().splitlines()[-5:])
+        why = 'timed out' if rc in (124, 137) else 'no result'
+        record = {'error': '%s: the smoke test printed no JSON (exit status %s)%s'
+                           % (why, rc, ': ' + tail if tail else '')}
+    merged = dict(_RESULT_DEFAULTS)
+    merged.update(record)
+    merged['rc'] = rc
+    if label:
+        merged['label'] = label
+    if merged['ok'] and rc not in (0, None):
+        merged['ok'] = False
+        merged['error'] = merged.get('error') or 'exit status %s' % rc
+    return merged
+
+
+def dataloader_check_parse_run(result):
+    """dataloader_check_parse for a registered command result (a loop item names the context)."""
+    result = result or {}
+    if result.get('skipped'):
+        return dict(_RESULT_DEFAULTS, error='not run (skipped)')
+    label = result.get('item', '')
+    return dataloader_check_parse(result.get('stdout', ''), result.get('rc'),
+                                  result.get('stderr', ''), label if isinstance(label, str) else '')
+
+
+def last_line(text, width=160):
+    lines = [line.strip() for line in str(text or '').splitlines() if line.strip()]
+    # PyTorch's worker errors put the real cause on the last line, and its end says why
+    # ("... Too many open files (24)"): keep the end.
+    line = lines[-1] if lines else ''
+    if len(line) <= width:
+        return line
+    # keep whole words: cut at the first space inside the last width - 4 characters
+    tail = line[-(width - 4):]
+    space = tail.find(' ')
+    return '... ' + (tail[space + 1:] if 0 <= space < len(tail) - 1 else tail)
+
+
+def _headroom(record):
+    """soft nofile / peak descriptors of one process, as text ('' when unknown)."""
+    try:
+        return '%.1fx' % (float(record['nofile_soft']) / float(record['peak_fds']))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return ''
+
+
+def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
+                            shm_leftovers=0):
+    """The dataloader_check_results fact: contexts, canary, ok, problems, summary.
+
+    contexts: {name: record}; canary: a record of the low-limit run (None when disabled).
+    The canary must fail with a descriptor error; if it passes, or fails for another reason,
+    the check itself is broken and says so.
+    """
+    problems = []
+    parts = []
+    report = {'host': host, 'contexts': {}, 'canary': None,
+              'shm_leftovers_removed': int(shm_leftovers or 0)}
+    if canary_enabled:
+        canary = dict(_RESULT_DEFAULTS, **(canary or {}))
+        failed = not canary['ok']
+        entry = {
+            'failed': failed,
+            'fd_exhausted': bool(canary.get('fd_exhausted')),
+            'error': canary.get('error', ''),
+            'nofile_soft': canary.get('nofile_soft'),
+            'peak_fds': canary.get('peak_fds'),
+            'elapsed_s': canary.get('elapsed_s'),
+        }
+        report['canary'] = entry
+        if not failed:
+            problems.append('canary did not fail at nofile %s (peak %s fds): the check is '
+                            'broken, it cannot detect descriptor exhaustion'
+                            % (entry['nofile_soft'], entry['peak_fds']))
+            parts.append('canary PASSED (check broken)')
+        elif not entry['fd_exhausted']:
+            problems.append('canary failed for another reason than descriptors, the check is '
+                            'broken: %s' % last_line(entry['error']))
+            parts.append('canary failed wrongly')
+        else:
+            parts.append('canary failed as expected at nofile %s (%s)'
+                         % (entry['nofile_soft'], last_line(entry['error'], 70)))
+    for name in sorted(contexts or {}):
+        record = dict(_RESULT_DEFAULTS, **(contexts[name] or {}))
+        report['contexts'][name] = record
+        limit = '%s/%s' % (record.get('nofile_soft'), record.get('nofile_hard'))
+        if record['ok']:
+            headroom = _headroom(record)
+            parts.append('%s ok %.2f samples/s with %s workers, peak %s fds of soft nofile %s '
+                         '(nofile %s%s)'
+                         % (name, float(record['samples_per_s']), record.get('num_workers'),
+                            record['peak_fds'], record.get('nofile_soft'), limit,
+                            ', headroom %s' % headroom if headroom else ''))
+        else:
+            problems.append('%s: %s (nofile %s)' % (name, last_line(record['error']), limit))
+            parts.append('%s FAILED nofile %s' % (name, limit))
+    report['problems'] = problems
+    report['ok'] = not problems
+    verdict = 'OK' if not problems else 'FAILED'
+    report['summary'] = '%s: %s: %s' % (host or 'host', verdict, '; '.join(parts))
+    return report
+
+
+def _xml(text):
+    return str(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+
+
+def dataloader_check_plot_svg(results, width=480, height=300):
+    """An SVG line plot of samples/s against num_workers from the contexts' sweeps.
+
+    results: the dataloader_check_results fact. Each context with a `sweep` (its own run counts
+    as one more point) is one line; a failed point is a red cross on the axis, listed under the
+    plot with its error. '' when there is nothing to plot.
+    """
+    lines = {}
+    failed = []
+    for name, record in sorted(((results or {}).get('contexts') or {}).items()):
+        failed.extend((name, int(p['num_workers']), last_line(p.get('error'), 70))
+                      for p in (record.get('sweep') or []) if not p.get('ok'))
+        points = [(int(p['num_workers']), float(p['samples_per_s']))
+                  for p in (record.get('sweep') or []) if p.get('ok')]
+        if not points and not any(f[0] == name for f in failed):
+            continue
+        if record.get('ok') and record.get('num_workers'):
+            points.append((int(record['num_workers']), float(record['samples_per_s'])))
+        lines[name] = sorted(set(points))
+    if not lines:
+        return ''
+    left, right, top, bottom = 60, 20, 30, 45
+    height += 14 * len(failed)
+    bottom += 14 * len(failed)
+    xs = [x for pts in lines.values() for x, _y in pts] + [f[1] for f in failed]
+    ys = [y for pts in lines.values() for _x, y in pts] or [0.0]
+    x_min = min(xs)
+    x_max = max(xs + [x_min + 1])
+    y_max = max(ys) * 1.1 or 1.0
+
+    def px(x):
+        return left + (x - x_min) * (width - left - right) / float(x_max - x_min)
+
+    def py(y):
+        return height - bottom - y * (height - top - bottom) / y_max
+
+    colours = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd']
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (width, height),
+           '<text x="%d" y="18" font-size="13">%s: DataLoader throughput against num_workers'
+           '</text>' % (left, results.get('host', '')),
+           '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
+           % (left, height - bottom, width - right, height - bottom),
+           '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
+           % (left, top, left, height - bottom),
+           '<text x="%d" y="%d">num_workers</text>' % ((width - 60) // 2, height - 8),
+           '<text x="12" y="%d" transform="rotate(-90 12 %d)">samples/s</text>'
+           % (height // 2 + 25, height // 2 + 25)]
+    for x in sorted(set(xs)):
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>'
+                   % (px(x), height - bottom + 15, x))
+    for tick in range(5):
+        y = y_max * tick / 4.0
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (left - 5, py(y) + 4, y))
+    for index, (name, pts) in enumerate(sorted(lines.items())):
+        colour = colours[index % len(colours)]
+        out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                   % (colour, ' '.join('%.1f,%.1f' % (px(x), py(y)) for x, y in pts)))
+        for x, y in pts:
+            out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (px(x), py(y), colour))
+        out.append('<text x="%d" y="%d" fill="%s">%s</text>'
+                   % (width - right - 80, top + 14 * (index + 1), colour, name))
+    for index, (name, workers, error) in enumerate(failed):
+        x, y = px(workers), py(0)
+        out.append('<path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="#d62728" stroke-width="2" '
+                   'class="failed"/>' % (x - 4, y - 4))
+        out.append('<text x="%d" y="%d" fill="#d62728">failed: %s, %d workers: %s</text>'
+                   % (left, height - bottom + 45 + 14 * index, _xml(name), workers, _xml(error)))
+    out.append('</svg>')
+    return '\n'.join(out) + '\n'
+
+
+class FilterModule(object):
+    """gpufleet.tuning filters for the dataloader_check role."""
+
+    def filters(self):
+        return {
+            'dataloader_check_parse': dataloader_check_parse,
+            'dataloader_check_parse_run': dataloader_check_parse_run,
+            'dataloader_check_report': dataloader_check_report,
+            'dataloader_check_plot_svg': dataloader_check_plot_svg,
+        }
