@@ -20,8 +20,7 @@ from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils.docker_daemon_json import (
-    detect_indent, line_col)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.docker_daemon_json import detect_indent
 
 #: the file the collection creates when a handler has no base spec and the user asks for one
 DEFAULT_PATH = '/etc/containerd/gpufleet-base-spec.json'
@@ -54,7 +53,7 @@ def parse(text, path):
         lineno = getattr(exc, 'lineno', None)
         if lineno is None:
             raise SpecError('%s: not valid JSON: %s' % (path, exc), where=path)
-        where = '%s:%d:%d' % (path, lineno, exc.colno)
+        where = '%s:%s:%s' % (path, lineno, getattr(exc, 'colno', 0))
         raise SpecError('%s: not valid JSON: %s' % (where, exc.msg), where=where)
     if not isinstance(data, dict):
         raise SpecError('%s: not an OCI runtime spec (the top level is not an object)' % path,

@@ -146,7 +146,7 @@ def plan(module, params):
     if text is None:
         raise errors.Error('%s: does not exist (write it with `containerd config default`)'
                            % config, where=config, kind=errors.HOST)
-    data, _ = cc.parse(text, config)
+    data = cc.parse(text, config)[0]
     version = cc.version_of(data, config)
     present = cc.handlers(data, version)
     wanted = params['handlers'] or sorted(set(present) | set(['runc']))
@@ -181,7 +181,7 @@ def plan(module, params):
                                    kind=errors.HOST)
             source = out
         spec = oci.parse(source, path if old is not None else 'ctr oci spec')
-        new_spec, _, skipped = oci.patch(spec, limits, path)
+        new_spec, skipped = oci.patch(spec, limits, path)[0::2]
         new = oci.render(new_spec, source)
         seen[path] = True
         if new != old:
@@ -192,8 +192,8 @@ def plan(module, params):
 
 
 def pods_running(module):
-    rc, out, _ = module.run_command(['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q'])
-    return rc == 0 and bool(out.strip())
+    rc, out, err = module.run_command(['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q'])
+    return rc == 0 and bool(out.strip()) and not err.strip().startswith('ctr: ')
 
 
 def main():

@@ -65,13 +65,13 @@ def test_patch_lifts_the_ctr_trap_and_keeps_the_rest():
     assert memlock == [{'type': 'RLIMIT_MEMLOCK', 'hard': 2 ** 64 - 1, 'soft': 2 ** 64 - 1}]
     # the original is not touched, and a second patch changes nothing (idempotence)
     assert oci.rlimits_of(spec)['nofile'] == model.Limit(1024, 1024)
-    again, changed2, _ = oci.patch(json.loads(text), PROFILE, 'x')
+    again, changed2 = oci.patch(json.loads(text), PROFILE, 'x')[:2]
     assert changed2 == [] and oci.render(again, text) == text
 
 
 def test_open_side_keeps_the_spec_and_refuses_soft_above_hard():
     spec = oci.parse(CTR_SPEC, 'b.json')
-    new, _, _ = oci.patch(spec, {'nofile': model.Limit(None, 4096)}, 'b.json')
+    new = oci.patch(spec, {'nofile': model.Limit(None, 4096)}, 'b.json')[0]
     assert oci.rlimits_of(new)['nofile'] == model.Limit(1024, 4096)
     with pytest.raises(model.LimitError, match='b.json: process.rlimits RLIMIT_NOFILE: soft 4096'):
         oci.patch(spec, {'nofile': model.Limit(4096, None)}, 'b.json')
@@ -129,12 +129,12 @@ V3 = """version = 3
 
 
 def test_reads_v2_and_v3_handlers():
-    data, _ = cc.parse(V2)
+    data = cc.parse(V2)[0]
     assert cc.version_of(data) == 2
     assert cc.handlers(data, 2) == {'runc': None, 'nvidia': '/etc/containerd/nvidia-base.json'}
     assert data['plugins']['io.containerd.grpc.v1.cri']['registry']['mirrors']['docker.io'][
         'endpoint'] == ['https://registry-1.docker.io', 'https://mirror.example']
-    data3, _ = cc.parse(V3)
+    data3 = cc.parse(V3)[0]
     assert cc.version_of(data3) == 3
     assert cc.handlers(data3, 3) == {'runc': '/etc/containerd/cri-base.json'}
     docker_io = cc.parse('disabled_plugins = ["cri"]\n')[0]
@@ -149,7 +149,7 @@ def test_reference_inserts_one_line_and_keeps_the_rest():
     assert inserted == ['        base_runtime_spec = "/etc/containerd/gpufleet-base-spec.json"']
     assert new_lines.index(inserted[0]) == old_lines.index(
         '        runtime_type = "io.containerd.runc.v2"') + 1
-    data, _ = cc.parse(new)
+    data = cc.parse(new)[0]
     assert cc.handlers(data, 2)['runc'] == '/etc/containerd/gpufleet-base-spec.json'
     assert cc.reference(new, cc.CONFIG, 'runc', '/etc/containerd/gpufleet-base-spec.json') == new
 
@@ -164,7 +164,7 @@ def test_reference_appends_a_table_when_the_handler_has_none():
     text = 'version = 2\ndisabled_plugins = []\n[plugins."io.containerd.grpc.v1.cri"]\n  x = 1'
     new = cc.reference(text, cc.CONFIG, 'runc', '/b.json', known_handlers=['runc'])
     assert new.startswith(text + '\n')
-    data, _ = cc.parse(new)
+    data = cc.parse(new)[0]
     runc = data['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']['runc']
     assert runc == {'runtime_type': 'io.containerd.runc.v2', 'base_runtime_spec': '/b.json'}
 
@@ -194,5 +194,5 @@ def test_crio_dropin_in_the_documented_syntax():
     text = crio_conf.render(PROFILE)
     assert text.endswith('[crio.runtime]\ndefault_ulimits = [\n  "memlock=-1:-1",\n'
                          '  "nofile=16384:16384",\n  "nproc=4096:8192",\n]\n')
-    data, _ = cc.parse(text)  # it is TOML
+    data = cc.parse(text)[0]  # it is TOML
     assert data['crio']['runtime']['default_ulimits'][1] == 'nofile=16384:16384'
