@@ -191,9 +191,14 @@ def plan(module, params):
     return writes, result, skipped, version
 
 
-def pods_running(module):
+def busy(module):
+    """Why a restart of containerd now would disturb pods, or None: pod sandboxes and
+    containers of the k8s.io namespace exist (or they cannot be listed: then it counts as busy)."""
     rc, out, err = module.run_command(['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q'])
-    return rc == 0 and bool(out.strip()) and not err.strip().startswith('ctr: ')
+    if rc != 0:
+        return 'the pods could not be listed (ctr: %s)' % (err or out).strip()
+    count = len(out.split())
+    return ('%d pod container(s) and sandbox(es) exist' % count) if count else None
 
 
 def main():
@@ -235,11 +240,12 @@ def main():
                 safe_file.write_atomic(path, old.encode('utf-8', 'surrogateescape'))
         module.fail_json(msg=exc.msg, kind=exc.kind, files_restored=[p for p, o in done])
     policy = params['restart']
+    why = busy(module) if policy == 'when_idle' else None
     if policy == 'never':
         result['deferred'] = 'restart: never; containerd reads the base spec when it starts'
-    elif policy == 'when_idle' and pods_running(module):
-        result['deferred'] = ('pod sandboxes run: containerd not restarted (when_idle); running '
-                              'pods keep their old spec, new pods get it after a restart')
+    elif why:
+        result['deferred'] = ('%s: containerd not restarted (when_idle); running pods keep '
+                              'their old spec, new pods get it after a restart' % why)
     else:
         rc, out, err = module.run_command(['systemctl', 'restart', 'containerd.service'])
         if rc != 0:
