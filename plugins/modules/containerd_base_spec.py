@@ -1,0 +1,259 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: containerd_base_spec
+short_description: Put a limits profile into the base runtime spec of containerd's CRI handlers
+version_added: 0.2.0
+description:
+  - Kubernetes pods on containerd take their rlimits from the C(base_runtime_spec) of their
+    runtime handler when it has one (then C(containerd.service)'s C(Limit*=) do not reach them),
+    and from containerd's own process when it has none.
+  - For every handler of O(handlers) that has a base spec, patches every rlimit of O(limits)
+    into C(process.rlimits) of that file, keeping every other key, the other rlimits and the
+    file's indentation.
+  - For a handler with no base spec and O(create=true), creates O(spec_path) from the node's own
+    default spec (C(ctr oci spec)), patched (never its C(RLIMIT_NOFILE 1024:1024) as is), and
+    references it in C(config.toml) by inserting one C(base_runtime_spec) line into the
+    handler's table (or appending the handler's table); every other byte of C(config.toml) is
+    kept. Config version 2 (containerd 1.6/1.7) and 3 (2.x) are both handled.
+  - Refuses, with nothing written, a C(config.toml) that does not parse (naming C(file:line)),
+    a base spec that is not JSON or not an OCI spec, a base spec path that does not exist and a
+    handler that is neither configured nor C(runc).
+  - Restarts containerd when a file changed, under O(restart) (C(when_idle) leaves it to a
+    later run while pod sandboxes run). Running pods keep their old spec either way.
+author:
+  - gpufleet.tuning contributors (@gpufleet)
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change, with the diff, and writes nothing.
+  diff_mode:
+    support: full
+    description: Shows each file before and after.
+options:
+  limits:
+    description:
+      - Item -> value or C({soft, hard}), as in M(gpufleet.tuning.limits_profile)'s C(profile).
+      - Items that are not rlimits with an OCI counterpart (C(priority), C(nice),
+        C(maxlogins)...) are left out and returned in RV(skipped).
+    type: dict
+    required: true
+  handlers:
+    description:
+      - The CRI runtime handlers to manage. Default, every handler C(config.toml) configures
+        plus C(runc) (C(nvidia) is included where configured).
+    type: list
+    elements: str
+  create:
+    description: Create and reference a base spec for handlers that have none.
+    type: bool
+    default: false
+  spec_path:
+    description: The base spec file created when O(create=true).
+    type: path
+    default: /etc/containerd/gpufleet-base-spec.json
+  config:
+    description: containerd's configuration file.
+    type: path
+    default: /etc/containerd/config.toml
+  restart:
+    description:
+      - C(when_idle) restarts containerd only when no pod sandbox runs (C(ctr -n k8s.io
+        containers ls) is empty), else reports the restart in RV(deferred); C(always) restarts;
+        C(never) only reports it.
+    type: str
+    choices: [when_idle, always, never]
+    default: when_idle
+  backup:
+    description: Keep a timestamped copy of each file that changes.
+    type: bool
+    default: false
+notes:
+  - CRI-O has C(default_ulimits) in C(crio.conf.d) instead; see docs/containerd-kubernetes.md.
+seealso:
+  - module: gpufleet.tuning.systemd_limits
+'''
+
+EXAMPLES = r'''
+- name: Give every pod container the training profile, also on kubespray nodes
+  gpufleet.tuning.containerd_base_spec:
+    limits:
+      nofile: 1048576
+      memlock: unlimited
+    create: true
+'''
+
+RETURN = r'''
+version:
+  description: The version of config.toml.
+  returned: always
+  type: int
+  sample: 2
+handlers:
+  description: Handler -> the base spec it uses after the task (null, it inherits containerd's limits).
+  returned: always
+  type: dict
+  sample: {"runc": "/etc/containerd/gpufleet-base-spec.json"}
+files:
+  description: The files changed (or that would change in check mode).
+  returned: always
+  type: list
+  elements: str
+skipped:
+  description: Items of O(limits) that have no OCI rlimit.
+  returned: always
+  type: list
+  elements: str
+restarted:
+  description: Whether containerd was restarted.
+  returned: always
+  type: bool
+deferred:
+  description: Why a needed restart was not done (running pods keep their old spec), or null.
+  returned: always
+  type: str
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import oci_base_spec as oci
+from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+
+
+def _text(path):
+    data = safe_file.read_bytes(path)
+    return None if data is None else data.decode('utf-8', 'surrogateescape')
+
+
+def plan(module, params):
+    """[(path, old text or None, new text)], {handler: spec}, skipped, version. Writes nothing."""
+    limits = model.parse_profile(params['limits'], 'limits')
+    config = params['config']
+    text = _text(config)
+    if text is None:
+        raise errors.Error('%s: does not exist (write it with `containerd config default`)'
+                           % config, where=config, kind=errors.HOST)
+    data = cc.parse(text, config)[0]
+    version = cc.version_of(data, config)
+    present = cc.handlers(data, version)
+    wanted = params['handlers'] or sorted(set(present) | set(['runc']))
+    for name in wanted:
+        if name not in present and name != 'runc':
+            raise errors.Error('handlers: %r is not a runtime handler of %s (configured: %s)'
+                               % (name, config, ', '.join(sorted(present)) or 'none'),
+                               where='handlers', kind=errors.BAD_INPUT)
+    writes, result, skipped, seen = [], {}, [], {}
+    new_config = text
+    for name in wanted:
+        path = present.get(name)
+        if path is None and not params['create']:
+            result[name] = None
+            continue
+        if path is None:
+            path = params['spec_path']
+            new_config = cc.reference(new_config, config, name, path)
+        result[name] = path
+        if path in seen:
+            continue
+        old = _text(path)
+        if old is None and path != params['spec_path']:
+            raise errors.Error('%s: handler %s: base_runtime_spec %s does not exist'
+                               % (config, name, path), where=config, kind=errors.BAD_INPUT)
+        source = old
+        if source is None:
+            rc, out, err = module.run_command(['ctr', 'oci', 'spec'],
+                                              environ_update={'LC_ALL': 'C'})
+            if rc != 0:
+                raise errors.Error('ctr oci spec failed: %s' % (err or out).strip(),
+                                   kind=errors.HOST)
+            source = out
+        spec = oci.parse(source, path if old is not None else 'ctr oci spec')
+        new_spec, skipped = oci.patch(spec, limits, path)[0::2]
+        new = oci.render(new_spec, source)
+        seen[path] = True
+        if new != old:
+            writes.append((path, old, new))
+    if new_config != text:
+        writes.append((config, text, new_config))
+    return writes, result, skipped, version
+
+
+def busy(module):
+    """Why a restart of containerd now would disturb pods, or None: pod sandboxes and
+    containers of the k8s.io namespace exist (or they cannot be listed: then it counts as busy)."""
+    rc, out, err = module.run_command(['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q'])
+    if rc != 0:
+        return 'the pods could not be listed (ctr: %s)' % (err or out).strip()
+    count = len(out.split())
+    return ('%d pod container(s) and sandbox(es) exist' % count) if count else None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            limits=dict(type='dict', required=True),
+            handlers=dict(type='list', elements='str'),
+            create=dict(type='bool', default=False),
+            spec_path=dict(type='path', default=oci.DEFAULT_PATH),
+            config=dict(type='path', default=cc.CONFIG),
+            restart=dict(type='str', default='when_idle', choices=['when_idle', 'always', 'never']),
+            backup=dict(type='bool', default=False),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        writes, handlers, skipped, version = plan(module, params)
+    except errors.Error as exc:
+        module.fail_json(msg=exc.msg, kind=exc.kind, where=exc.where)
+    result = dict(changed=bool(writes), version=version, handlers=handlers, skipped=skipped,
+                  files=[w[0] for w in writes], restarted=False, deferred=None)
+    if module._diff:
+        result['diff'] = [dict(before_header=p, after_header=p, before=o or '', after=n)
+                          for p, o, n in writes]
+    if module.check_mode or not writes:
+        module.exit_json(**result)
+    done = []
+    try:
+        for path, old, new in writes:
+            safe_file.write_atomic(path, new.encode('utf-8', 'surrogateescape'),
+                                   backup=params['backup'])
+            done.append((path, old))
+    except errors.Error as exc:
+        for path, old in reversed(done):
+            if old is None:
+                os.unlink(path)
+            else:
+                safe_file.write_atomic(path, old.encode('utf-8', 'surrogateescape'))
+        module.fail_json(msg=exc.msg, kind=exc.kind, files_restored=[p for p, o in done])
+    policy = params['restart']
+    why = busy(module) if policy == 'when_idle' else None
+    if policy == 'never':
+        result['deferred'] = 'restart: never; containerd reads the base spec when it starts'
+    elif why:
+        result['deferred'] = ('%s: containerd not restarted (when_idle); running pods keep '
+                              'their old spec, new pods get it after a restart' % why)
+    else:
+        rc, out, err = module.run_command(['systemctl', 'restart', 'containerd.service'])
+        if rc != 0:
+            module.fail_json(msg='systemctl restart containerd.service failed: %s'
+                             % (err or out).strip(), kind=errors.HOST, **result)
+        result['restarted'] = True
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
