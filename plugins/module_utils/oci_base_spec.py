@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import BY_RLIMIT
 from ansible_collections.gpufleet.tuning.plugins.module_utils.docker_daemon_json import detect_indent
 
 #: the file the collection creates when a handler has no base spec and the user asks for one
@@ -89,7 +90,7 @@ def rlimits_of(spec):
     result = {}
     for entry in spec.get('process', {}).get('rlimits', []):
         name = entry['type'][len('RLIMIT_'):].upper() if entry['type'].startswith('RLIMIT_') else None
-        item = model._BY_RLIMIT.get(name)
+        item = BY_RLIMIT.get(name)
         if item is None:
             continue
         result[item.name] = model.Limit(
