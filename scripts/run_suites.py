@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run the Molecule scenarios and the other node suites of `make test` in parallel lanes.
 
 Each job is a Molecule scenario on one node image (``molecule:DISTRO:SCENARIO``) or a named
@@ -13,7 +12,7 @@ it ends. At the end a table of wall times is printed and written to build/suites
 Exit status 1 when any job failed (the others still run to the end, so that one CI run shows
 every failure).
 
-    scripts/run_suites.py --lanes 2 molecule:debian12:pam molecule:debian11:pam \
+    python3 scripts/run_suites.py --lanes 2 molecule:debian12:pam molecule:debian11:pam \
         'cmd:fleet-test:tests/reliability/fleet_test.sh'
 """
 import argparse
@@ -33,9 +32,9 @@ TAIL = 150
 class Job(object):
     def __init__(self, spec, default_distro, env_for):
         self.spec = spec
-        kind, _, rest = spec.partition(':')
+        kind, _sep, rest = spec.partition(':')
         if kind == 'molecule':
-            distro, _, scenario = rest.partition(':')
+            distro, _sep, scenario = rest.partition(':')
             if not distro or not scenario:
                 raise SystemExit('bad job %r: molecule:DISTRO:SCENARIO' % spec)
             self.name = '%s-%s' % (distro, scenario)
@@ -49,7 +48,7 @@ class Job(object):
             }
             self.env.update(env_for(distro))
         elif kind == 'cmd':
-            name, _, command = rest.partition(':')
+            name, _sep, command = rest.partition(':')
             if not re.match(r'^[\w.-]+$', name) or not command:
                 raise SystemExit('bad job %r: cmd:NAME:COMMAND' % spec)
             self.name = name
@@ -78,7 +77,7 @@ def tail(path, lines):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--lanes', type=int, default=int(os.environ.get('LANES', '2')))
     parser.add_argument('--default-distro', default=os.environ.get('MOLECULE_DISTRO', 'debian12'))
     parser.add_argument('--distro-env', action='append', default=[],
@@ -88,8 +87,8 @@ def main():
 
     extra = {}
     for item in args.distro_env:
-        distro, _, pair = item.partition(':')
-        key, _, value = pair.partition('=')
+        distro, _sep, pair = item.partition(':')
+        key, _sep, value = pair.partition('=')
         if not distro or not key:
             raise SystemExit('bad --distro-env %r: DISTRO:KEY=VALUE' % item)
         extra.setdefault(distro, {})[key] = value
@@ -131,7 +130,7 @@ def main():
                     print('----- last %d lines of %s -----\n%s-----' % (
                         TAIL, job.name, tail(job.log, TAIL)), flush=True)
 
-    threads = [threading.Thread(target=lane) for _ in range(max(1, args.lanes))]
+    threads = [threading.Thread(target=lane) for _lane in range(max(1, args.lanes))]
     for thread in threads:
         thread.start()
     for thread in threads:
