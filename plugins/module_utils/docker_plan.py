@@ -20,27 +20,22 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
 
 
-def plan_docker(params, host, ceiling=None, probe=True):
-    """The docker_ulimits plan. ``params``: the module's ulimits, shm_size, purge, path, unit,
-    force. ``probe``: ask dockerd for its running containers now (limits_profile asks only
-    when a restart is due)."""
-    path = params['path']
+def plan_docker(req, host, ceiling=None, probe=True):
+    """The plan of daemon.json. ``req``: a runtime_plan.RuntimeRequest (limits parsed once).
+    ``probe``: ask dockerd for its running containers now (limits_profile asks only when a
+    restart is due)."""
+    path = req.path
     result = dict(changed=False, path=path, restart_required=False)
+    requested, shm_size = req.limits, req.shm_size
 
-    # 1. The request, in kernel units.
-    try:
-        requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
-    except model.LimitError as exc:
-        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
-
-    # 2. The file as it is.
+    # 1. The file as it is.
     try:
         raw, data = dj.read(path)
     except (dj.DaemonJsonError, FileError) as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     text = text_codec.decode_bytes(raw) or ''
 
-    # 3. The plan.
+    # 2. The plan.
     warnings = []
     current = {}
     section = data.get(dj.ULIMITS_KEY)
@@ -52,26 +47,26 @@ def plan_docker(params, host, ceiling=None, probe=True):
                 item, limit = model.from_docker(name, entry)
             except model.LimitError as exc:
                 place = dj.where(text, (dj.ULIMITS_KEY, name), path)
-                if requested is None or (name not in requested and not params['purge']):
+                if requested is None or (name not in requested and not req.purge):
                     raise dj.DaemonJsonError('%s: %s' % (place, exc))
                 warnings.append('%s: replacing the unreadable default-ulimits entry %r (%s)'
                                 % (place, name, exc))
                 continue
             current[item.name] = limit
         if requested is not None:
-            requested = ctl.complete_limits(requested, current, 'ulimits')
+            requested = ctl.complete_limits(requested, current, req.field)
     except (dj.DaemonJsonError, model.LimitError) as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
-    runtime_plan.guard(requested, params, result, ceiling, warnings)
+    runtime_plan.guard(req, result, ceiling, warnings, requested)
 
-    new = dj.merge(data, requested, shm_size, params['purge'])
+    new = dj.merge(data, requested, shm_size, req.purge)
 
     written = []
     if requested is not None and new.get(dj.ULIMITS_KEY):
         written.append(dj.ULIMITS_KEY)
     if shm_size is not None:
         written.append(dj.SHM_KEY)
-    conflicts = dj.unit_flag_conflicts(written, params['unit'])
+    conflicts = dj.unit_flag_conflicts(written, req.unit)
     if conflicts:
         raise changes.Failure(dj.conflict_message(conflicts, path), result, conflicts=[
             {'key': key, 'flag': flag, 'source': source} for key, flag, source in conflicts])

@@ -24,29 +24,26 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError, read_bytes
 
 
-def plan_podman(params, host, ceiling=None):
-    """The podman_ulimits plan. ``params``: ulimits, shm_size, purge, path, force."""
-    path, dropins, notes = target(params['path'], versions.podman_version(host))
+def plan_podman(req, host, ceiling=None):
+    """The plan of Podman's file. ``req``: a runtime_plan.RuntimeRequest (limits parsed
+    once)."""
+    path, dropins, notes = target(req.path, versions.podman_version(host))
     result = dict(changed=False, path=path, restart_required=False, overridden_by=[])
-
-    try:
-        requested, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
-    except model.LimitError as exc:
-        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
+    requested, shm_size = req.limits, req.shm_size
 
     try:
         raw = read_bytes(path)
         doc = cc.scan(raw if raw is not None else b'', path)
         values = OrderedDict()
-        current, append, warnings = cc.current_ulimits(doc, requested, params['purge'])
+        current, append, warnings = cc.current_ulimits(doc, requested, req.purge)
         if append is not None:
             warnings.append('%s: keeping its {append=%s}; %s' % (path, str(append).lower(),
                                                                  cc.APPEND_NOTE))
         final = current
         if requested is not None:
-            requested = ctl.complete_limits(requested, current, 'ulimits')
-            runtime_plan.guard(requested, params, result, ceiling, warnings)
-            final = cc.merge_ulimits(current, requested, params['purge'])
+            requested = ctl.complete_limits(requested, current, req.field)
+            runtime_plan.guard(req, result, ceiling, warnings, requested)
+            final = cc.merge_ulimits(current, requested, req.purge)
             entry = doc.get(cc.TABLE, cc.ULIMITS_KEY)
             if final != current or (entry is None and final) or warnings:
                 values[cc.ULIMITS_KEY] = cc.render_ulimits(final, append) if final else None

@@ -39,6 +39,9 @@ def parse_request(params):
         raise changes.Failure('profile: at least one item is required')
     try:
         limits = model.parse_profile(profile, 'profile')
+        shm_size = params['docker_shm_size']
+        if shm_size is not None:
+            shm_size = model.parse_shm_size(shm_size, 'docker_shm_size')
     except model.LimitError as exc:
         raise changes.Failure(str(exc))
     for name, value in profile.items():
@@ -50,7 +53,7 @@ def parse_request(params):
     return Request(profile, limits, params['contexts'] or detect_contexts(),
                    domains=params['domains'], units=params['units'], force=params['force'],
                    on_conflict=params['on_conflict'], dropin=params['dropin'],
-                   docker_shm_size=params['docker_shm_size'],
+                   docker_shm_size=shm_size,
                    paths=dict((option, params[option]) for option in DEFAULTS),
                    slurm_conf_edit=params.get('slurm_conf_edit', True))
 

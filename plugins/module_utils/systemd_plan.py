@@ -24,29 +24,75 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_pat
 from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
 
-def parse_request(limits, state):
+class SystemdRequest(object):
+    """What plan_change plans, as plain values: ``scope`` ('system'/'user') or ``unit``;
+    ``limits``: {item: Limit} parsed once by the caller (state present), or [item] / None
+    (absent); ``field``: the option the user wrote the limits in, for messages
+    (``limits`` for systemd_limits, ``profile`` for limits_profile)."""
+
+    def __init__(self, limits, scope=None, unit=None, state='present', dropin=None,
+                 on_conflict='fail', force=False, field='limits'):
+        self.limits = limits
+        self.scope = scope
+        self.unit = unit
+        self.state = state
+        self.dropin = dropin or sdpaths.DROPIN_NAME
+        self.on_conflict = on_conflict
+        self.force = force
+        self.field = field
+
+
+def parse_request(limits, state, field='limits'):
     """limits option -> {item: Limit} (present) or [item] / None (absent). Raises LimitError."""
     if state == 'absent':
         if limits is None:
             return None
         names = []
         for name in limits:
-            item = model.get_item(name, 'limits.%s' % name)
-            model.systemd_key(item)
+            item = model.get_item(name, '%s.%s' % (field, name))
             names.append(item.name)
-        return names
+        return check_request(names, state, field)
     if not limits:
-        raise model.LimitError('limits: required with state=present')
-    request = model.parse_profile(limits)
-    for name, limit in request.items():
+        raise model.LimitError('%s: required with state=present' % field)
+    return check_request(model.parse_profile(limits, field), state, field)
+
+
+def check_request(limits, state, field='limits'):
+    """``limits`` (parsed) as systemd can take them, or LimitError naming ``field.ITEM``."""
+    for name in (limits or ()):
         item = model.ITEMS[name]
         try:
             model.systemd_key(item)
         except model.LimitError as exc:
-            raise model.LimitError('limits.%s: %s' % (name, exc))
-        if limit.soft is None or limit.hard is None:
-            raise model.LimitError('limits.%s: systemd needs both soft and hard' % name)
-    return request
+            raise model.LimitError('%s.%s: %s' % (field, name, exc))
+        if state == 'present':
+            limit = limits[name]
+            if limit.soft is None or limit.hard is None:
+                raise model.LimitError('%s.%s: systemd needs both soft and hard' % (field, name))
+    return limits
+
+
+def module_request(params):
+    """systemd_limits' options -> a SystemdRequest: the module's one mapping. Raises
+    LimitError naming ``limits.ITEM``."""
+    return SystemdRequest(parse_request(params['limits'], params['state']),
+                          scope=params.get('scope'), unit=params.get('unit'),
+                          state=params['state'], dropin=params['dropin'],
+                          on_conflict=params['on_conflict'], force=params['force'])
+
+
+def plan_module(params, run, ceiling=None):
+    """systemd_limits' plan: its options mapped once (module_request), then plan_change."""
+    try:
+        request = module_request(params)
+    except model.LimitError as exc:
+        raise changes.Failure(str(exc), _empty_result(), kind=errors.kind_of(exc))
+    return plan_change(request, run, ceiling)
+
+
+def _empty_result():
+    return dict(changed=False, path=None, limits={}, configured={}, conflicts=[], invalid=[],
+                reexec_required=False, daemon_reload_required=False, restart_required=[])
 
 
 def check_guards(request, ceiling, force):
@@ -140,15 +186,14 @@ def check_unit(unit):
                                d for d in sdpaths.UNIT_DIRS if not d.endswith('.control'))))
 
 
-def plan_change(params, run, ceiling=None):
-    """The systemd_limits module's plan. ``params``: scope or unit, limits, state, dropin,
-    on_conflict, force; ``run(args, environ_update)`` -> (rc, out, err) for the live checks.
+def plan_change(req, run, ceiling=None):
+    """The plan of one drop-in. ``req``: a SystemdRequest (limits already parsed);
+    ``run(args, environ_update)`` -> (rc, out, err) for the live checks.
     Returns a changes.Change; raises changes.Failure."""
-    scope, unit, state = params.get('scope'), params.get('unit'), params['state']
-    result = dict(changed=False, path=None, limits={}, configured={}, conflicts=[], invalid=[],
-                  reexec_required=False, daemon_reload_required=False, restart_required=[])
+    scope, unit, state = req.scope, req.unit, req.state
+    result = _empty_result()
 
-    dropin = params['dropin']
+    dropin = req.dropin
     if '/' in dropin or not dropin.endswith('.conf') or dropin.startswith('.'):
         raise changes.Failure('dropin: %r must be a file name ending with .conf' % dropin, result)
     try:
@@ -161,14 +206,14 @@ def plan_change(params, run, ceiling=None):
         result['path'] = path
         if unit and state == 'present':
             check_unit(unit)
-        request = parse_request(params['limits'], state)
+        request = check_request(req.limits, state, req.field)
     except (model.LimitError, sdconf.ConfError) as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     if state == 'present':
         result['limits'] = sdlive.limits_dict(request)
 
     refused, warnings = check_guards(request if state == 'present' else None,
-                                     ceiling or host_limits.Ceiling(), params['force'])
+                                     ceiling or host_limits.Ceiling(), req.force)
     if refused:
         raise changes.Failure('; '.join(refused), result, errors=refused)
 
@@ -192,7 +237,7 @@ def plan_change(params, run, ceiling=None):
         if result['conflicts']:
             message = ('requested limits are overridden by files systemd reads later: '
                        + '; '.join(c['reason'] for c in result['conflicts']))
-            if params['on_conflict'] == 'fail':
+            if req.on_conflict == 'fail':
                 raise changes.Failure(message + ' (nothing written; fix those files or set '
                                                 'on_conflict=warn; limits role: '
                                                 'limits_on_conflict: warn)', result)

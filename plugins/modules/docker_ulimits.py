@@ -165,6 +165,7 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
 
@@ -183,7 +184,8 @@ def main():
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,
     )
-    change = changes.run_guarded(module, docker_plan.plan_docker, module.params, module)
+    change = changes.run_guarded(module, runtime_plan.plan_module, docker_plan.plan_docker, module.params,
+                                 module)
     changes.finish(module, change, backup=module.params['backup'])
 
 

@@ -131,6 +131,7 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
 
@@ -148,7 +149,8 @@ def main():
         required_one_of=[['ulimits', 'shm_size']],
         supports_check_mode=True,
     )
-    change = changes.run_guarded(module, podman_plan.plan_podman, module.params, module)
+    change = changes.run_guarded(module, runtime_plan.plan_module, podman_plan.plan_podman, module.params,
+                                 module)
     changes.finish(module, change, backup=module.params['backup'])
 
 

@@ -219,7 +219,7 @@ def main():
         required_if=[('state', 'present', ('limits',))],
         supports_check_mode=True,
     )
-    change = changes.run_guarded(module, plan.plan_change, module.params, module.run_command)
+    change = changes.run_guarded(module, plan.plan_module, module.params, module.run_command)
     changes.finish(module, change, backup=module.params['backup'])
 
 

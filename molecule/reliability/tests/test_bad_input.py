@@ -181,7 +181,7 @@ CASES = [
     ('role-docker-only-unlimited-nofile', ROLE,
      {'limits_profile': dict(BASELINE, nofile='unlimited'), 'limits_contexts': ['docker'],
       'limits_units': []},
-     None, ['docker: ulimits.nofile: unlimited is not possible for nofile']),
+     None, ['docker: profile.nofile: unlimited is not possible for nofile']),
     # a misspelt verification user used to fail only after every file was written and dockerd
     # and the user managers restarted (issue 17.3)
     ('role-misspelt-verify-user', ROLE,

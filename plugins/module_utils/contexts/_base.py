@@ -32,7 +32,7 @@ class Request(object):
         self.force = force
         self.on_conflict = on_conflict
         self.dropin = dropin
-        self.docker_shm_size = docker_shm_size
+        self.docker_shm_size = docker_shm_size  # bytes, parsed once (or None)
         self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
         self.slurm_conf_edit = slurm_conf_edit
 

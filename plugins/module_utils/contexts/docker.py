@@ -88,13 +88,14 @@ class Docker(Context):
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 
         def plan():
             # running containers are asked for only when a restart is due (owed)
-            return docker_plan.plan_docker(dict(
-                ulimits=request.profile, shm_size=request.docker_shm_size, purge=False,
-                path=request.paths[self.path_option], unit=UNIT, force=request.force),
-                host, ceiling, probe=False)
+            return docker_plan.plan_docker(runtime_plan.RuntimeRequest(
+                request.limits, request.paths[self.path_option],
+                shm_size=request.docker_shm_size, unit=UNIT, force=request.force,
+                field='profile'), host, ceiling, probe=False)
         return [(self.name, plan)]
 
     def act(self, change, actions, state, host):

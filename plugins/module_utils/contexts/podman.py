@@ -32,11 +32,12 @@ class Podman(Context):
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 
         def plan():
-            return podman_plan.plan_podman(dict(
-                ulimits=request.profile, shm_size=None, purge=False,
-                path=request.paths[self.path_option], force=request.force), host, ceiling)
+            return podman_plan.plan_podman(runtime_plan.RuntimeRequest(
+                request.limits, request.paths[self.path_option], force=request.force,
+                field='profile'), host, ceiling)
         return [(self.name, plan)]
 
     def probe_command(self, user, uid, params):

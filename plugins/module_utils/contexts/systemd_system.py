@@ -19,10 +19,9 @@ def plan_manager(context, scope, request, host, ceiling):
     from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
 
     def plan():
-        return systemd_plan.plan_change(dict(
-            scope=scope, unit=None, limits=request.profile, state='present',
-            dropin=request.dropin, on_conflict=request.on_conflict, force=request.force),
-            host.run_command, ceiling)
+        return systemd_plan.plan_change(systemd_plan.SystemdRequest(
+            request.limits, scope=scope, dropin=request.dropin, on_conflict=request.on_conflict,
+            force=request.force, field='profile'), host.run_command, ceiling)
     return [(context, plan)]
 
 

@@ -46,10 +46,10 @@ class Units(Context):
         found = []
         for unit in unit_list(request.units, request.contexts):
             def plan(unit=unit):
-                return systemd_plan.plan_change(dict(
-                    scope=None, unit=unit, limits=request.profile, state='present',
-                    dropin=request.dropin, on_conflict=request.on_conflict,
-                    force=request.force), host.run_command, ceiling)
+                return systemd_plan.plan_change(systemd_plan.SystemdRequest(
+                    request.limits, unit=unit, dropin=request.dropin,
+                    on_conflict=request.on_conflict, force=request.force, field='profile'),
+                    host.run_command, ceiling)
             found.append((PREFIX + unit, plan))
         return found
 

@@ -193,14 +193,18 @@ def parse_profile(profile, where='limits'):
     return result
 
 
+def parse_shm_size(value, where='shm_size'):
+    """A container's /dev/shm size (``64m``, ``8GiB``, bytes) -> bytes, larger than 0."""
+    size = parse_size(value, where)
+    if size <= 0:
+        raise LimitError('%s: must be larger than 0' % where)
+    return size
+
+
 def parse_runtime_request(ulimits, shm_size):
     """A container runtime module's request -> ({item: Limit} or None, shm bytes or None)."""
     requested = parse_profile(ulimits, 'ulimits') if ulimits is not None else None
-    size = None
-    if shm_size is not None:
-        size = parse_size(shm_size, 'shm_size')
-        if size <= 0:
-            raise LimitError('shm_size: must be larger than 0')
+    size = parse_shm_size(shm_size) if shm_size is not None else None
     return requested, size
 
 
