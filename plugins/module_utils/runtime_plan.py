@@ -45,9 +45,8 @@ def plan_module(planner, params, host, ceiling=None):
     try:
         request = module_request(params)
     except model.LimitError as exc:
-        raise changes.Failure(str(exc), dict(changed=False, path=params['path'],
-                                              restart_required=False),
-                              kind=errors.kind_of(exc))
+        result = dict(changed=False, path=params['path'], restart_required=False)
+        raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
     return planner(request, host, ceiling)
 
 
