@@ -28,7 +28,8 @@ description:
     a base spec that is not JSON or not an OCI spec, a base spec path that does not exist and a
     handler that is neither configured nor C(runc).
   - Restarts containerd when a file changed, under O(restart) (C(when_idle) leaves it to a
-    later run while pod sandboxes run). Running pods keep their old spec either way.
+    later run while pod sandboxes run). Running pods keep their old spec either way. A restart
+    that fails puts the previous files back, starts containerd with them and fails, saying both.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 attributes:
@@ -227,18 +228,22 @@ def main():
     if module.check_mode or not writes:
         module.exit_json(**result)
     done = []
+
+    def put_back():
+        for path, old in reversed(done):
+            if old is None:
+                os.unlink(path)
+            else:
+                safe_file.write_atomic(path, old.encode('utf-8', 'surrogateescape'))
+        return [p for p, o in done]
+
     try:
         for path, old, new in writes:
             safe_file.write_atomic(path, new.encode('utf-8', 'surrogateescape'),
                                    backup=params['backup'])
             done.append((path, old))
     except errors.Error as exc:
-        for path, old in reversed(done):
-            if old is None:
-                os.unlink(path)
-            else:
-                safe_file.write_atomic(path, old.encode('utf-8', 'surrogateescape'))
-        module.fail_json(msg=exc.msg, kind=exc.kind, files_restored=[p for p, o in done])
+        module.fail_json(msg=exc.msg, kind=exc.kind, files_restored=put_back())
     policy = params['restart']
     why = busy(module) if policy == 'when_idle' else None
     if policy == 'never':
@@ -249,8 +254,16 @@ def main():
     else:
         rc, out, err = module.run_command(['systemctl', 'restart', 'containerd.service'])
         if rc != 0:
-            module.fail_json(msg='systemctl restart containerd.service failed: %s'
-                             % (err or out).strip(), kind=errors.HOST, **result)
+            # never leave the node without its runtime: the previous files, containerd again
+            failed = (err or out).strip()
+            restored = put_back()
+            rc2, out2, err2 = module.run_command(['systemctl', 'restart', 'containerd.service'])
+            again = ('containerd runs again with the previous files' if rc2 == 0 else
+                     'containerd did NOT start with the previous files either: %s'
+                     % (err2 or out2).strip())
+            module.fail_json(msg='systemctl restart containerd.service failed with this run\'s '
+                             'files: %s. Restored: %s; %s.' % (failed, ', '.join(restored), again),
+                             kind=errors.HOST, files_restored=restored, **result)
         result['restarted'] = True
     module.exit_json(**result)
 
