@@ -27,19 +27,20 @@ BASE = {'limits_contexts': ['pam', 'systemd_system', 'systemd_user', 'docker'],
         'limits_units': [UNIT], 'limits_verify_user': USER,
         'limits_verify_docker_image': 'tiny:latest'}
 
-# Every file PAM, systemd, dockerd and Podman read limits from (and their directories, so that
-# a file that appears is seen too, hidden temporary files included).
+# Every file PAM, systemd, dockerd, Podman, containerd, Slurm and CRI-O read limits from (and
+# their directories, so that a file that appears is seen too, hidden temporary files included).
 WATCHED_FILES = ['/etc/security/limits.conf', '/etc/systemd/system.conf',
                  '/etc/systemd/user.conf', '/etc/containers/containers.conf',
                  '/etc/default/docker']
 WATCHED_DIRS = ['/etc/security/limits.d', '/etc/systemd/system.conf.d',
-                '/etc/systemd/user.conf.d', '/etc/docker', '/etc/containers/containers.conf.d']
+                '/etc/systemd/user.conf.d', '/etc/docker', '/etc/containers/containers.conf.d',
+                '/etc/containerd', '/etc/slurm', '/etc/crio', '/etc/crio/crio.conf.d']
 # Unit drop-in directories: every /etc/systemd/system/*.d (one that appears counts).
 UNIT_DIR = '/etc/systemd/system'
 
 SNAPSHOT = r'''
 import hashlib, json, os, sys
-files, dirs, unit_dir = json.loads(sys.argv[1])
+files, dirs, unit_dir, mtimes = json.loads(sys.argv[1])
 paths = list(files)
 dirs = list(dirs) + sorted(os.path.join(unit_dir, n) for n in os.listdir(unit_dir)
                            if n.endswith('.d'))
@@ -54,6 +55,8 @@ for p in paths:
     elif os.path.isfile(p):
         with open(p, 'rb') as handle:
             out[p] = hashlib.sha256(handle.read()).hexdigest()
+        if mtimes:
+            out[p] += ' mtime %d' % os.stat(p).st_mtime_ns
     elif os.path.isdir(p):
         out[p] = 'dir'
 print(json.dumps(out, sort_keys=True))
@@ -83,9 +86,11 @@ def output(host, command):
     return node(host, command)[1]
 
 
-def snapshot(host):
-    """{path: sha256 | 'dir' | 'link:target'} of every watched file and directory entry."""
-    arg = json.dumps([WATCHED_FILES, WATCHED_DIRS, UNIT_DIR])
+def snapshot(host, mtimes=False):
+    """{path: sha256 | 'dir' | 'link:target'} of every watched file and directory entry; with
+    ``mtimes``, a file's value also holds its modification time (a rewrite with the same bytes
+    shows)."""
+    arg = json.dumps([WATCHED_FILES, WATCHED_DIRS, UNIT_DIR, mtimes])
     proc = subprocess.run(['docker', 'exec', node_name(host), 'python3', '-c', SNAPSHOT, arg],
                           stdout=subprocess.PIPE, universal_newlines=True, check=True)
     return json.loads(proc.stdout)

@@ -2,8 +2,11 @@
 domains, units and suffixes, soft above hard, unlimited nofile, values above fs.nr_open or above
 what the node can set, unparsable or malformed files, conflicting later files and read-only
 target directories. Each case must fail with a message that names the field or file:line, leave
-every watched file byte for byte as it was with no file added (PAM, systemd, Docker and Podman
-configuration, hidden temporary files included) and, for the role, restart nothing.
+every watched file byte for byte as it was, with its modification time, and no file added (PAM,
+systemd, Docker, Podman, containerd, Slurm and CRI-O configuration, hidden temporary files
+included) and, for the role, restart nothing. containerd's and Slurm's refusals need no running
+daemon (the files are parsed before anything else): the node has containerd's config, and
+slurmd's unit from Debian's package (prepare.yml) with a hand-made slurm.conf per case.
 
 A case is (id, module or 'role', arguments, node set-up, expected substrings). Arguments and
 messages may use {above_nr_open}, {nr_open}, {above_ceiling} and {ceiling}, read from the node.
@@ -21,6 +24,8 @@ PAM = 'gpufleet.tuning.pam_limits'
 SYSTEMD = 'gpufleet.tuning.systemd_limits'
 DOCKER = 'gpufleet.tuning.docker_ulimits'
 PODMAN = 'gpufleet.tuning.podman_ulimits'
+CONTAINERD = 'gpufleet.tuning.containerd_base_spec'
+PROFILE = 'gpufleet.tuning.limits_profile'
 ROLE = 'role'
 
 LIMITS_D = '/etc/security/limits.d'
@@ -30,6 +35,15 @@ UNIT_DROPIN_DIR = '/etc/systemd/system/%s.d' % UNIT
 UNIT_DROPIN = UNIT_DROPIN_DIR + '/90-gpufleet-tuning.conf'
 DAEMON_JSON = '/etc/docker/daemon.json'
 PODMAN_DROPIN = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
+CONFIG_TOML = '/etc/containerd/config.toml'
+BASE_SPEC = '/etc/containerd/base.json'
+SLURM_CONF = '/etc/slurm/slurm.conf'
+# containerd_base_spec may create its spec and restart containerd: a refusal does neither
+CONTAINERD_ARGS = {'limits': {'nofile': 16384}, 'create': True, 'restart': 'always'}
+# limits_profile's slurm context: nofile 12288 would write slurmd's drop-in (the unit is
+# installed, slurmd does not run): the refusal must come before that write
+SLURM_ARGS = {'profile': {'nofile': 12288}, 'contexts': ['slurm'], 'backup': True}
+SLURM_HEAD = 'ClusterName=gpufleet\nSlurmctldHost=localhost\nProctrackType=proctrack/linuxproc\n'
 
 
 def read_only(directory):
@@ -41,6 +55,21 @@ def write(path, text):
     """Node set-up: ``path`` holds exactly ``text``."""
     data = base64.b64encode(text.encode()).decode()
     return 'mkdir -p %s && echo %s | base64 -d > %s' % (os.path.dirname(path), data, path)
+
+
+def containerd(config, spec=None):
+    """Node set-up: containerd's config.toml (and the base spec it names) hold these texts."""
+    return write(CONFIG_TOML, config) + (' && ' + write(BASE_SPEC, spec) if spec else '')
+
+
+def slurm(text, **included):
+    """Node set-up: slurm.conf is SLURM_HEAD + ``text``; ``included`` files next to it."""
+    return ' && '.join([write(SLURM_CONF, SLURM_HEAD + text)] +
+                       [write('/etc/slurm/' + name.replace('_', '-') + '.conf', body)
+                        for name, body in included.items()])
+
+
+RUNC_V2 = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
 
 
 def pam(domain, item, **values):
@@ -159,6 +188,38 @@ CASES = [
     ('podman-read-only-dropin-dir', PODMAN, {'ulimits': {'nofile': 8192}},
      read_only('/etc/containers/containers.conf.d'),
      [PODMAN_DROPIN + ': cannot create a temporary file in /etc/containers/containers.conf.d']),
+    # --- containerd_base_spec (containerd's config.toml and base runtime specs) ------------
+    ('containerd-unparsable-config-toml', CONTAINERD, CONTAINERD_ARGS,
+     containerd('version = 2\n' + RUNC_V2.rstrip(']\n') + '\n'),
+     [CONFIG_TOML + ':2: not valid TOML']),
+    ('containerd-base-spec-not-json', CONTAINERD, CONTAINERD_ARGS,
+     containerd('version = 2\n' + RUNC_V2 + '  base_runtime_spec = "%s"\n' % BASE_SPEC,
+                '{"ociVersion": "1.0.2",'),
+     [BASE_SPEC + ':1:24: not valid JSON']),
+    ('containerd-base-spec-not-oci', CONTAINERD, CONTAINERD_ARGS,
+     containerd("version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n"
+                "  base_runtime_spec = '%s'\n" % BASE_SPEC, '{"default-ulimits": {}}'),
+     [BASE_SPEC + ': not an OCI runtime spec (no "ociVersion" string)']),
+    ('containerd-base-spec-missing', CONTAINERD, CONTAINERD_ARGS,
+     containerd('version = 2\n' + RUNC_V2 + '  base_runtime_spec = "/etc/containerd/no.json"\n'),
+     ['handler runc: base_runtime_spec /etc/containerd/no.json does not exist']),
+    ('containerd-unknown-handler', CONTAINERD, dict(CONTAINERD_ARGS, handlers=['kata']),
+     containerd('version = 2\n' + RUNC_V2 + '  base_runtime_spec = "%s"\n' % BASE_SPEC,
+                '{"ociVersion": "1.0.2"}'),
+     ["handlers: 'kata' is not a runtime handler of %s (configured: runc)" % CONFIG_TOML]),
+    # --- limits_profile's slurm context (slurm.conf) --------------------------------------
+    ('slurm-unparsable-line', PROFILE, SLURM_ARGS, slurm('ThisIsNot a slurm line\n'),
+     [SLURM_CONF + ":4: cannot read 'ThisIsNot a slurm line'", 'nothing written']),
+    ('slurm-missing-include', PROFILE, SLURM_ARGS, slurm('Include site-limits.conf\n'),
+     [SLURM_CONF + ':4: Include /etc/slurm/site-limits.conf: No such file', 'nothing written']),
+    ('slurm-bad-line-in-include', PROFILE, SLURM_ARGS,
+     slurm('Include site-limits.conf\n',
+           site_limits='# site\nPropagateResourceLimitsExcept NOFILE\n'),
+     ['/etc/slurm/site-limits.conf:2: cannot read', 'nothing written']),
+    ('slurm-both-propagate-options', PROFILE, SLURM_ARGS,
+     slurm('PropagateResourceLimitsExcept=MEMLOCK\nPropagateResourceLimits=ALL\n'),
+     [SLURM_CONF + ':4: PropagateResourceLimitsExcept and ' + SLURM_CONF +
+      ':5: PropagateResourceLimits are both set', 'nothing written']),
     # --- the limits role ----------------------------------------------------------------
     ('role-above-node-ceiling', ROLE,
      {'limits_profile': dict(BASELINE, nofile='{above_ceiling}')}, None,
@@ -187,6 +248,10 @@ CASES = [
     ('role-misspelt-verify-user', ROLE,
      {'limits_profile': dict(BASELINE, nofile=12288), 'limits_verify_user': 'trainr'},
      None, ['baseline_user: trainr does not exist on this host', 'nothing was written']),
+    ('role-slurm-unparsable-line', ROLE,
+     {'limits_profile': dict(BASELINE, nofile=12288), 'limits_contexts': ['slurm'],
+      'limits_units': []},
+     slurm('ThisIsNot a slurm line\n'), [SLURM_CONF + ':4: cannot read']),
     ('role-unknown-unit', ROLE,
      {'limits_profile': BASELINE, 'limits_units': [UNIT, 'gpufleet-no-such-unit.service']},
      None, ['gpufleet-no-such-unit.service']),
@@ -221,7 +286,8 @@ def test_the_matrix_is_big_enough():
     refused = [c for c in CASES if not hasattr(c, 'values')]
     assert len(refused) >= 30
     assert len([c for c in refused if c[1] == ROLE]) >= 5
-    assert set(c[1] for c in refused) == set([PAM, SYSTEMD, DOCKER, PODMAN, ROLE])
+    assert set(c[1] for c in refused) == set([PAM, SYSTEMD, DOCKER, PODMAN, CONTAINERD, PROFILE,
+                                              ROLE])
 
 
 @pytest.mark.parametrize('name,module,args,setup,expected', CASES,
@@ -234,7 +300,7 @@ def test_bad_input_is_refused_and_nothing_changes(host, baseline, facts, name, m
     try:
         if setup:
             node(host, setup)
-        before = snapshot(host)
+        before = snapshot(host, mtimes=True)
         if module == ROLE:
             running = services(host)
             rc, printed = run_role(host, **args)
@@ -242,7 +308,7 @@ def test_bad_input_is_refused_and_nothing_changes(host, baseline, facts, name, m
         else:
             ok, result, printed = run_module(host, module, args)
             message = result.get('msg', '')
-        after = snapshot(host)
+        after = snapshot(host, mtimes=True)
         assert not ok, '%s accepted %s: %s' % (module, name, printed[-3000:])
         for text in expected:
             assert text in message, 'expected %r in: %s' % (text, message[-3000:])

@@ -1,12 +1,22 @@
-"""A dockerd restart that fails must not leave the node without dockerd: the limits role puts
-back the files of the run, starts dockerd again with them and fails the host with both
-outcomes (roles/limits/tasks/restart_unit.yml, the same path as slurmd's in molecule/slurm).
+"""A runtime restart that fails must not leave the node without its runtime: the files of the
+run are put back, the daemon is started again with them and the host fails with both outcomes.
 
-The change dockerd rejects: ``fsize: 0`` (meant as "no limit") in docker.service's drop-in
+dockerd, through the limits role (roles/limits/tasks/restart_unit.yml, the same path as
+slurmd's in molecule/slurm): ``fsize: 0`` (meant as "no limit") in docker.service's drop-in
 passes every guard; dockerd is killed by SIGXFSZ when it writes its pid file, so its restart
-fails."""
-from conftest import (BASELINE, container_limits, output, run_role, service_identity,
-                      snapshot, snapshot_diff)
+fails.
+
+containerd, through containerd_base_spec: a base spec left at the module's ``spec_path`` from
+an earlier tool holds ``"uid": "0"`` (a string); no handler references it, so containerd runs.
+The module patches its rlimits and references it; containerd's CRI plugin cannot decode it
+("cannot unmarshal string into Go struct field User.process.user.uid") and, as the node's
+config.toml lists the CRI plugin in ``required_plugins``, containerd exits. (Without
+``required_plugins`` containerd starts without its CRI plugin: the restart "succeeds" and the
+kubelet finds no runtime; docs/containerd-kubernetes.md.)"""
+import json
+
+from conftest import (BASELINE, container_limits, node, output, run_module, run_role,
+                      service_identity, snapshot, snapshot_diff)
 
 DROPIN = '/etc/systemd/system/docker.service.d/90-gpufleet-tuning.conf'
 
@@ -32,4 +42,42 @@ def test_a_dockerd_killed_by_its_new_limits_runs_again_with_the_old_files(host, 
         assert service_identity(host, 'docker.service')[0] != dockerd[0]
         assert container_limits(host)['nofile'].hard == BASELINE['nofile']
     finally:
+        baseline()
+
+
+CONFIG_TOML = '/etc/containerd/config.toml'
+STALE_SPEC = '/etc/containerd/gpufleet-base-spec.json'
+
+
+def test_a_containerd_refusing_its_new_base_spec_runs_again_with_the_old_files(host, baseline):
+    node(host, "sed -i '1a required_plugins = [\"io.containerd.grpc.v1.cri\"]' %s" % CONFIG_TOML)
+    spec = json.loads(output(host, 'ctr oci spec'))
+    spec['process']['user']['uid'] = '0'
+    node(host, "cat > %s <<'EOF'\n%s\nEOF" % (STALE_SPEC, json.dumps(spec, indent=4)))
+    try:
+        node(host, 'systemctl restart containerd.service')
+        containerd = service_identity(host, 'containerd.service')
+        files = 'sha256sum %s %s' % (CONFIG_TOML, STALE_SPEC)
+        before = output(host, files)
+        ok, result, printed = run_module(host, 'gpufleet.tuning.containerd_base_spec', {
+            'limits': {'nofile': 16384}, 'create': True, 'restart': 'always'})
+        assert not ok, printed[-3000:]
+        message = result['msg']
+        assert "systemctl restart containerd.service failed with this run's files" in message
+        assert 'Restored: %s, %s; containerd runs again with the previous files.' % (
+            STALE_SPEC, CONFIG_TOML) in message, message
+        assert result['files_restored'] == [STALE_SPEC, CONFIG_TOML]
+        assert output(host, files) == before
+        assert output(host, 'systemctl is-active containerd.service').strip() == 'active'
+        assert service_identity(host, 'containerd.service')[0] != containerd[0]
+        # the CRI plugin is loaded again (with the new spec it was not, and containerd exited)
+        plugins = output(host, 'ctr plugins ls')
+        assert any(line.split()[:2] == ['io.containerd.grpc.v1', 'cri'] and
+                   line.split()[-1] == 'ok' for line in plugins.splitlines()), plugins
+        # the refusal is containerd's own: its journal names the field it could not decode
+        journal = output(host, 'journalctl -u containerd.service --no-pager -q -n 200')
+        assert 'cannot unmarshal string into Go struct field User.process.user.uid' in journal
+    finally:
+        node(host, "sed -i '/^required_plugins = /d' %s && rm -f %s" % (CONFIG_TOML, STALE_SPEC))
+        node(host, 'systemctl reset-failed containerd.service; systemctl restart containerd.service')
         baseline()
