@@ -255,7 +255,7 @@ def main():
         rc, out, err = module.run_command(['systemctl', 'restart', 'containerd.service'])
         if rc != 0:
             # never leave the node without its runtime: the previous files, containerd again
-            failed = (err or out).strip()
+            failed = (err or out).strip().rstrip('.')
             restored = put_back()
             rc2, out2, err2 = module.run_command(['systemctl', 'restart', 'containerd.service'])
             again = ('containerd runs again with the previous files' if rc2 == 0 else
