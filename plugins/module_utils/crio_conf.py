@@ -3,9 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """CRI-O's ``default_ulimits``: a ``/etc/crio/crio.conf.d`` drop-in of the collection's own.
 
-CRI-O reads ``crio.conf`` then the drop-ins of ``crio.conf.d`` in lexical order, a later file
-overriding an earlier one; ``[crio.runtime] default_ulimits`` is a list of ``NAME=SOFT:HARD``
-strings parsed by go-units (``docs/crio.conf.5.md``); a change needs a CRI-O restart.
+CRI-O reads ``crio.conf`` then every file under ``crio.conf.d`` (cri-o ``pkg/config/config.go``
+UpdateFromPath: ``filepath.Walk``, so lexical order, subdirectories descended in place, any file
+name), each decoded over the configuration so far: a later file that sets ``default_ulimits``
+replaces the whole list (a plain ``[]string``; Podman's ``{append=true}`` does not exist there).
+``[crio.runtime] default_ulimits`` is a list of ``NAME=SOFT:HARD`` strings parsed by go-units
+ParseUlimit at start (``internal/config/ulimits``: a bad one stops CRI-O); a change needs a CRI-O
+restart (``docs/crio.conf.5.md``, ``docs/crio.conf.d.5.md``). The TOML is read with
+containers_conf's scanner (containers.conf has the same shape).
 CRI-O is not packaged in Debian 12: this is tested against the documented syntax only.
 Plain Python (no Ansible import), runs on Python 3.8 targets.
 """
@@ -14,11 +19,19 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+from collections import OrderedDict
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
 
+MAIN = '/etc/crio/crio.conf'
+DROPIN_DIR = '/etc/crio/crio.conf.d'
 DROPIN = '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf'
-HEADER = '# Managed by gpufleet.tuning (limits_profile): default ulimits of CRI-O containers.\n'
+TABLE = 'crio.runtime'
+KEY = 'default_ulimits'
+HEADER = '# Managed by gpufleet.tuning: default ulimits of CRI-O containers (crio_ulimits).\n'
 
 
 def _value(value):
@@ -44,3 +57,88 @@ def render(limits):
     """The drop-in's text."""
     return '%s[crio.runtime]\ndefault_ulimits = [\n%s]\n' % (
         HEADER, ''.join('  %s,\n' % json.dumps(e) for e in entries(limits)))
+
+
+def render_value(limits):
+    """{item: Limit} -> the ``default_ulimits`` array, one string a line (CRI-O's template)."""
+    return '[\n%s]' % ''.join('  %s,\n' % json.dumps(model.to_ulimit_string(name, limit))
+                               for name, limit in limits.items())
+
+
+def config_files(main=MAIN, dropin_dir=DROPIN_DIR):
+    """The files CRI-O reads, in its order: ``main`` when it exists, then every file under
+    ``dropin_dir`` as filepath.Walk visits them (names sorted, directories descended where
+    they sort)."""
+    files = [main] if os.path.isfile(main) else []
+
+    def walk(directory):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.isdir(path):
+                walk(path)
+            elif os.path.isfile(path):
+                files.append(path)
+    walk(dropin_dir)
+    return files
+
+
+def _strict(doc):
+    """A line that is neither a table header, a key = value (with its value's lines), a comment
+    nor blank: CRI-O's TOML decoder refuses the file, so CRI-O would not start."""
+    covered = [(h.start, h.end) for h in doc.headers] + [(e.start, e.end) for e in doc.entries]
+    pos = 0
+    text = doc.text
+    while pos < len(text):
+        eol = text.find('\n', pos)
+        eol = len(text) if eol == -1 else eol
+        line = text[pos:eol].strip()
+        if line and not line.startswith('#') and \
+                not any(start <= pos < end for start, end in covered):
+            raise cc.TomlError('%s:%d: not valid TOML: %r (CRI-O would not start)'
+                               % (doc.path, text.count('\n', 0, pos) + 1, line[:60]))
+        pos = eol + 1
+
+
+def read(path, text=None):
+    """One file -> (Document, OrderedDict {item: Limit} or None when it sets no
+    default_ulimits, file:line:col of the setting or None). Raises cc.TomlError naming
+    file:line[:col] for what CRI-O would refuse."""
+    if text is None:
+        raw = read_bytes(path)
+        text = raw if raw is not None else b''
+    doc = cc.scan(text, path)
+    _strict(doc)
+    entry = doc.get(TABLE, KEY)
+    if entry is None:
+        return doc, None, None
+    items, append = doc.read_strings(entry)
+    if append is not None:
+        raise cc.TomlError('%s: {append=...} is Podman\'s; CRI-O reads default_ulimits as a '
+                           'plain list of strings and would not start' % doc.place(entry.value_start))
+    limits = OrderedDict()
+    for value, pos in items:
+        try:
+            item, limit = model.from_ulimit_string(value, KEY)
+        except model.LimitError as exc:
+            raise cc.TomlError('%s: %s (CRI-O would not start)' % (doc.place(pos), exc))
+        limits[item.name] = limit
+    return doc, limits, doc.place(entry.start)
+
+
+def effective(files, own=None, own_text=None):
+    """[(file:line:col, {item: Limit})] of every file in ``files`` that sets default_ulimits,
+    in CRI-O's order (the last one wins); ``own`` is read from ``own_text`` (the planned text)
+    instead of the disk when given."""
+    found = []
+    for path in files:
+        if path == own and own_text is not None:
+            limits, place = read(path, own_text)[1:]
+        else:
+            limits, place = read(path)[1:]
+        if limits is not None:
+            found.append((place, limits))
+    return found
