@@ -9,8 +9,10 @@ name), each decoded over the configuration so far: a later file that sets ``defa
 replaces the whole list (a plain ``[]string``; Podman's ``{append=true}`` does not exist there).
 ``[crio.runtime] default_ulimits`` is a list of ``NAME=SOFT:HARD`` strings parsed by go-units
 ParseUlimit at start (``internal/config/ulimits``: a bad one stops CRI-O); a change needs a CRI-O
-restart (``docs/crio.conf.5.md``, ``docs/crio.conf.d.5.md``). The TOML is read with
-containers_conf's scanner (containers.conf has the same shape).
+restart (``docs/crio.conf.5.md``, ``docs/crio.conf.d.5.md``). Each file is checked with
+containerd_cri_conf's TOML reader (a file CRI-O's decoder refuses stops CRI-O), and read and
+edited with containers_conf's scanner (containers.conf has the same shape), which keeps every
+other byte.
 CRI-O is not packaged in Debian 12: this is tested against the documented syntax only.
 Plain Python (no Ansible import), runs on Python 3.8 targets.
 """
@@ -22,6 +24,7 @@ import json
 import os
 from collections import OrderedDict
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as toml
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
@@ -86,23 +89,6 @@ def config_files(main=MAIN, dropin_dir=DROPIN_DIR):
     return files
 
 
-def _strict(doc):
-    """A line that is neither a table header, a key = value (with its value's lines), a comment
-    nor blank: CRI-O's TOML decoder refuses the file, so CRI-O would not start."""
-    covered = [(h.start, h.end) for h in doc.headers] + [(e.start, e.end) for e in doc.entries]
-    pos = 0
-    text = doc.text
-    while pos < len(text):
-        eol = text.find('\n', pos)
-        eol = len(text) if eol == -1 else eol
-        line = text[pos:eol].strip()
-        if line and not line.startswith('#') and \
-                not any(start <= pos < end for start, end in covered):
-            raise cc.TomlError('%s:%d: not valid TOML: %r (CRI-O would not start)'
-                               % (doc.path, text.count('\n', 0, pos) + 1, line[:60]))
-        pos = eol + 1
-
-
 def read(path, text=None):
     """One file -> (Document, OrderedDict {item: Limit} or None when it sets no
     default_ulimits, file:line:col of the setting or None). Raises cc.TomlError naming
@@ -110,10 +96,24 @@ def read(path, text=None):
     if text is None:
         raw = read_bytes(path)
         text = raw if raw is not None else b''
+    if isinstance(text, bytes):
+        try:
+            text = text.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise cc.TomlError('%s: not UTF-8 text (byte %d)' % (path, exc.start))
+    try:
+        data = toml.parse(text, path)[0]
+    except toml.ConfigError as exc:
+        raise cc.TomlError('%s (CRI-O would not start)' % exc, kind=exc.kind)
     doc = cc.scan(text, path)
-    _strict(doc)
+    value = data.get('crio')
+    value = value.get('runtime') if isinstance(value, dict) else None
+    value = value.get(KEY) if isinstance(value, dict) else None
     entry = doc.get(TABLE, KEY)
     if entry is None:
+        if value is not None:   # written some way the scanner does not place (inline table)
+            raise cc.TomlError('%s: default_ulimits is set in a form this module does not edit; '
+                               'write it as a key under [crio.runtime]' % path)
         return doc, None, None
     items, append = doc.read_strings(entry)
     if append is not None:
