@@ -64,6 +64,7 @@ def plan_crio(req, main=crio_conf.MAIN, dropin_dir=crio_conf.DROPIN_DIR, ceiling
         found = crio_conf.effective(order, path, new_text)
     except (cc.TomlError, model.LimitError, FileError) as exc:
         raise changes.Failure('%s (nothing written)' % exc, result, kind=errors.kind_of(exc))
+    result['files'] = order
     result['default_ulimits'] = [model.to_ulimit_string(n, l) for n, l in final.items()]
     result['configured'] = configured(found)
     result['decided_by'] = found[-1][0] if found else None

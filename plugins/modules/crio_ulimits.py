@@ -124,7 +124,7 @@ default_ulimits:
   elements: str
   sample: ["memlock=-1:-1", "nofile=1048576:1048576"]
 files:
-  description: The files CRI-O reads, in its order.
+  description: The files CRI-O reads after the task, in its order.
   returned: always
   type: list
   elements: str
@@ -191,7 +191,8 @@ def restart(module, change):
     change.undo()
     rc, out, err = module.run_command(['systemctl', 'restart', UNIT])
     again = ('CRI-O runs again with the previous file' if rc == 0 else
-             'CRI-O did NOT start with the previous file either: %s' % (err or out).strip())
+             'CRI-O did NOT start with the previous file either: %s'
+             % (err or out).strip().rstrip('.'))
     module.fail_json(msg="systemctl restart %s failed with this run's file: %s. Restored: %s; "
                      '%s.' % (UNIT, failed, change.path, again), kind=errors.HOST,
                      files_restored=[change.path], **change.result)

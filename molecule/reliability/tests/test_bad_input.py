@@ -26,6 +26,7 @@ DOCKER = 'gpufleet.tuning.docker_ulimits'
 PODMAN = 'gpufleet.tuning.podman_ulimits'
 CONTAINERD = 'gpufleet.tuning.containerd_base_spec'
 PROFILE = 'gpufleet.tuning.limits_profile'
+CRIO = 'gpufleet.tuning.crio_ulimits'
 ROLE = 'role'
 
 LIMITS_D = '/etc/security/limits.d'
@@ -43,6 +44,11 @@ CONTAINERD_ARGS = {'limits': {'nofile': 16384}, 'create': True, 'restart': 'alwa
 # limits_profile's slurm context: nofile 12288 would write slurmd's drop-in (the unit is
 # installed, slurmd does not run): the refusal must come before that write
 SLURM_ARGS = {'profile': {'nofile': 12288}, 'contexts': ['slurm'], 'backup': True}
+CRIO_D = '/etc/crio/crio.conf.d'
+CRIO_DROPIN = CRIO_D + '/90-gpufleet-tuning.conf'
+# restart: always on a node without CRI-O: a write that got through would also fail the restart
+# and be put back, with a new mtime the snapshot sees
+CRIO_ARGS = {'ulimits': {'nofile': 8192}, 'restart': 'always'}
 SLURM_HEAD = 'ClusterName=gpufleet\nSlurmctldHost=localhost\nProctrackType=proctrack/linuxproc\n'
 
 
@@ -207,6 +213,29 @@ CASES = [
      containerd('version = 2\n' + RUNC_V2 + '  base_runtime_spec = "%s"\n' % BASE_SPEC,
                 '{"ociVersion": "1.0.2"}'),
      ["handlers: 'kata' is not a runtime handler of %s (configured: runc)" % CONFIG_TOML]),
+    # --- crio_ulimits (the hand-made /etc/crio tree of prepare.yml: no CRI-O here) ----------
+    ('crio-not-toml', CRIO, CRIO_ARGS,
+     write(CRIO_D + '/50-site.conf', '[crio.runtime]\nno_pivot = maybe\n'),
+     [CRIO_D + '/50-site.conf:2: not valid TOML', 'CRI-O would not start', 'nothing written']),
+    ('crio-soft-above-hard-in-a-drop-in', CRIO, CRIO_ARGS,
+     write(CRIO_D + '/50-site.conf', '[crio.runtime]\ndefault_ulimits = ["nofile=2048:1024"]\n'),
+     [CRIO_D + '/50-site.conf:2:20: default_ulimits.nofile: soft 2048 is above hard 1024']),
+    ('crio-podman-append-attribute', CRIO, CRIO_ARGS,
+     write(CRIO_D + '/50-site.conf',
+           '[crio.runtime]\ndefault_ulimits = ["nofile=2048:4096", {append=true}]\n'),
+     [CRIO_D + "/50-site.conf:2:19: {append=...} is Podman's"]),
+    ('crio-later-drop-in-wins', CRIO, CRIO_ARGS,
+     write(CRIO_D + '/99-site.conf', '[crio.runtime]\ndefault_ulimits = ["nofile=4096:4096"]\n'),
+     [CRIO_D + '/99-site.conf:2:1 sets default_ulimits and CRI-O reads it after ' + CRIO_DROPIN,
+      'nothing written']),
+    ('crio-path-not-read', CRIO, dict(CRIO_ARGS, path='/etc/crio/gpufleet.conf'), None,
+     ['path: /etc/crio/gpufleet.conf is not a file CRI-O reads']),
+    ('crio-unlimited-nofile', CRIO, dict(CRIO_ARGS, ulimits={'nofile': 'unlimited'}), None,
+     ['ulimits.nofile: unlimited is not possible for nofile']),
+    ('crio-hard-only-and-none-set', CRIO, dict(CRIO_ARGS, ulimits={'nofile': {'hard': 8192}}),
+     None, ['ulimits.nofile: give both soft and hard']),
+    ('crio-read-only-dropin-dir', CRIO, CRIO_ARGS, read_only(CRIO_D),
+     [CRIO_DROPIN + ': cannot create a temporary file in %s: Read-only file system' % CRIO_D]),
     # --- limits_profile's slurm context (slurm.conf) --------------------------------------
     ('slurm-unparsable-line', PROFILE, SLURM_ARGS, slurm('ThisIsNot a slurm line\n'),
      [SLURM_CONF + ":4: cannot read 'ThisIsNot a slurm line'", 'nothing written']),
@@ -286,8 +315,8 @@ def test_the_matrix_is_big_enough():
     refused = [c for c in CASES if not hasattr(c, 'values')]
     assert len(refused) >= 30
     assert len([c for c in refused if c[1] == ROLE]) >= 5
-    assert set(c[1] for c in refused) == set([PAM, SYSTEMD, DOCKER, PODMAN, CONTAINERD, PROFILE,
-                                              ROLE])
+    assert set(c[1] for c in refused) == set([PAM, SYSTEMD, DOCKER, PODMAN, CONTAINERD, CRIO,
+                                              PROFILE, ROLE])
 
 
 @pytest.mark.parametrize('name,module,args,setup,expected', CASES,
