@@ -118,7 +118,8 @@ def read(path, text=None):
     items, append = doc.read_strings(entry)
     if append is not None:
         raise cc.TomlError('%s: {append=...} is Podman\'s; CRI-O reads default_ulimits as a '
-                           'plain list of strings and would not start' % doc.place(entry.value_start))
+                           'plain list of strings and would not start'
+                           % doc.place(entry.value_start))
     limits = OrderedDict()
     for value, pos in items:
         try:

@@ -79,5 +79,6 @@ def test_a_containerd_refusing_its_new_base_spec_runs_again_with_the_old_files(h
         assert 'cannot unmarshal string into Go struct field User.process.user.uid' in journal
     finally:
         node(host, "sed -i '/^required_plugins = /d' %s && rm -f %s" % (CONFIG_TOML, STALE_SPEC))
-        node(host, 'systemctl reset-failed containerd.service; systemctl restart containerd.service')
+        node(host, 'systemctl reset-failed containerd.service; '
+                   'systemctl restart containerd.service')
         baseline()

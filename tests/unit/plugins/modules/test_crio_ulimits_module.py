@@ -32,7 +32,8 @@ def test_check_diff_write_idempotence_keep_mode_and_other_lines(tmp_path):
     args['ulimits'] = {'nofile': {'soft': 4096, 'hard': 8192}, 'memlock': 'unlimited'}
     checked = run_module(tmp_path, 'crio_ulimits', args, check=True)
     assert checked['changed'] and dropin.read_text() == own
-    assert checked['diff']['before'] == own and '  "nofile=4096:8192",\n' in checked['diff']['after']
+    assert checked['diff']['before'] == own
+    assert '  "nofile=4096:8192",\n' in checked['diff']['after']
     written = run_module(tmp_path, 'crio_ulimits', dict(args, backup=True))
     assert written['changed'] and written['deferred'] == 'restart: never'
     assert dropin.read_text() == own.replace(
