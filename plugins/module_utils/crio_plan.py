@@ -32,8 +32,11 @@ def configured(found):
                 for name, limit in limits.items())
 
 
-def plan_crio(req, main=crio_conf.MAIN, dropin_dir=crio_conf.DROPIN_DIR, ceiling=None):
-    """The Change of ``req.path`` (a runtime_plan.RuntimeRequest, limits parsed once)."""
+def plan_crio(req, main=None, dropin_dir=None, ceiling=None):
+    """The Change of ``req.path`` (a runtime_plan.RuntimeRequest, limits parsed once);
+    ``main`` and ``dropin_dir`` default to CRI-O's (crio_conf.MAIN, DROPIN_DIR)."""
+    main = main or crio_conf.MAIN
+    dropin_dir = dropin_dir or crio_conf.DROPIN_DIR
     path = req.path
     result = dict(changed=False, path=path, restart_required=False, default_ulimits=[],
                   files=[], configured={}, decided_by=None, overridden_by=[])
@@ -86,7 +89,7 @@ def plan_crio(req, main=crio_conf.MAIN, dropin_dir=crio_conf.DROPIN_DIR, ceiling
     return change
 
 
-def sorted_in(files, path, main=crio_conf.MAIN):
+def sorted_in(files, path, main):
     """``files`` with ``path`` (not there yet) where CRI-O will read it: crio.conf first, a
     drop-in where filepath.Walk meets it (path components compared in order)."""
     if path == main:

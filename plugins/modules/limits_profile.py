@@ -58,12 +58,13 @@ options:
       - The contexts to write. An empty list means every context present on the node
         (C(/etc/security), a running systemd, C(user@.service), C(docker.service),
         C(containerd.service), a C(podman) binary, C(slurmd.service) with
-        C(/etc/slurm/slurm.conf)). C(slurm) writes the profile into C(slurmd.service)'s
-        drop-in and stops slurm.conf from propagating the profile's items from the submit
-        shell (O(slurm_conf_edit)); see docs/slurm.md.
+        C(/etc/slurm/slurm.conf), C(/etc/crio/crio.conf) or C(crio.conf.d)). C(slurm) writes
+        the profile into C(slurmd.service)'s drop-in and stops slurm.conf from propagating the
+        profile's items from the submit shell (O(slurm_conf_edit)); see docs/slurm.md. C(crio)
+        writes CRI-O's C(default_ulimits) (O(crio_dropin)), never run against a real CRI-O.
     type: list
     elements: str
-    choices: [pam, systemd_system, systemd_user, docker, containerd, podman, slurm]
+    choices: [pam, systemd_system, systemd_user, docker, containerd, podman, slurm, crio]
     default: []
   units:
     description:
@@ -149,6 +150,16 @@ options:
         naming C(file:line), before anything is written.
     type: path
     default: /etc/slurm/slurm.conf
+  crio_dropin:
+    description:
+      - The crio.conf.d drop-in for CRI-O's C(default_ulimits) (the C(crio) context), as
+        M(gpufleet.tuning.crio_ulimits) writes it. C(/etc/crio/crio.conf) and every file under
+        C(/etc/crio/crio.conf.d) are read in CRI-O's order first. A file CRI-O would not start
+        with, or a later file that sets C(default_ulimits), is refused (unless O(force)),
+        naming C(file:line), before anything is written. A change restarts C(crio.service)
+        under O(restart_policy).
+    type: path
+    default: /etc/crio/crio.conf.d/90-gpufleet-tuning.conf
   slurm_conf_edit:
     description:
       - With the C(slurm) context, edit O(slurm_conf) so that the profile's items are not
@@ -336,6 +347,7 @@ def main():
             podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
             slurm_conf=dict(type='path', default=pp.DEFAULTS['slurm_conf']),
             slurm_conf_edit=dict(type='bool', default=True),
+            crio_dropin=dict(type='path', default=pp.DEFAULTS['crio_dropin']),
         ),
         supports_check_mode=True,
     )

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import crio
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
@@ -32,6 +33,7 @@ REGISTRY = (
     containerd.CONTEXT,
     podman.CONTEXT,
     slurm.CONTEXT,
+    crio.CONTEXT,
 )
 
 #: limits_profile's ``contexts`` choices (where a context is configured)

@@ -130,9 +130,11 @@ def test_files_in_cri_o_order(tmp_path):
 def test_where_a_new_drop_in_is_read():
     files = ['/etc/crio/crio.conf', '/etc/crio/crio.conf.d/00-default.conf',
              '/etc/crio/crio.conf.d/95-site/a.conf', '/etc/crio/crio.conf.d/99-last.conf']
-    assert crio_plan.sorted_in(files, '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf') == \
+    assert crio_plan.sorted_in(files, '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf',
+                               crio_conf.MAIN) == \
         files[:2] + ['/etc/crio/crio.conf.d/90-gpufleet-tuning.conf'] + files[2:]
-    assert crio_plan.sorted_in(files[1:], '/etc/crio/crio.conf')[0] == '/etc/crio/crio.conf'
+    assert crio_plan.sorted_in(files[1:], '/etc/crio/crio.conf', crio_conf.MAIN)[0] == \
+        '/etc/crio/crio.conf'
 
 
 def test_the_last_file_wins_whole(tmp_path):

@@ -16,7 +16,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..',
 
 def test_the_two_vocabularies_come_from_the_records():
     assert registry.CONFIGURED == pp.CONTEXTS == [
-        'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman', 'slurm']
+        'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman', 'slurm',
+        'crio']
     assert registry.PROBED == effective.CONTEXTS == [
         'login', 'service', 'user_manager', 'docker', 'podman', 'slurm_job']
     names = [c.name for c in registry.REGISTRY if c.name]
@@ -72,12 +73,14 @@ def test_audit_texts_and_targets_come_from_the_records():
         ('docker', '/etc/docker/daemon.json'),
         ('podman', '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'),
         ('slurm', '/etc/slurm/slurm.conf'),
+        ('crio', '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf'),
     ]
     assert pp.DEFAULTS == dict(
         pam_path='/etc/security/limits.d/90-gpufleet-tuning.conf',
         docker_daemon_json='/etc/docker/daemon.json',
         podman_dropin='/etc/containers/containers.conf.d/90-gpufleet-tuning.conf',
-        slurm_conf='/etc/slurm/slurm.conf')
+        slurm_conf='/etc/slurm/slurm.conf',
+        crio_dropin='/etc/crio/crio.conf.d/90-gpufleet-tuning.conf')
 
 
 class Host(object):

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CRI-O (Kubernetes pods on CRI-O): ``[crio.runtime] default_ulimits`` in a crio.conf.d drop-in
+of the collection's own (crio_conf, crio_plan), read by CRI-O at start, so crio.service
+restarts under the restart policy (the units context's checked restart). CRI-O reads crio.conf,
+then every file under crio.conf.d in lexical order; the plan reads them all and refuses a later
+file that sets the list. Configured as ``crio``; no probe of its own (a pod needs a kubelet or
+a CRI client). CRI-O is not in Debian 12: never run against a real CRI-O."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+
+UNIT = 'crio.service'
+
+
+class Crio(Context):
+    name = 'crio'
+    files = (crio_conf.MAIN, crio_conf.DROPIN_DIR + '/*')
+    path_option = 'crio_dropin'
+    target = crio_conf.DROPIN
+    restart_rank = 1
+    fallback = "crio.service's own limits (inherited when no file sets default_ulimits)"
+
+    def detect(self, root=''):
+        return os.path.isfile(root + crio_conf.MAIN) or os.path.isdir(root + crio_conf.DROPIN_DIR)
+
+    def plans(self, request, host, ceiling):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+
+        def plan():
+            return crio_plan.plan_crio(runtime_plan.RuntimeRequest(
+                request.limits, request.paths[self.path_option], force=request.force,
+                field='profile'), ceiling=ceiling)
+        return [(self.name, plan)]
+
+    def act(self, change, actions, state, host):
+        # CRI-O reads default_ulimits at start: the units context restarts it (checked)
+        if change.changed and UNIT not in actions['units']:
+            actions['units'].append(UNIT)
+
+
+CONTEXT = Crio()
