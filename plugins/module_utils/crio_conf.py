@@ -34,7 +34,8 @@ DROPIN_DIR = '/etc/crio/crio.conf.d'
 DROPIN = '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf'
 TABLE = 'crio.runtime'
 KEY = 'default_ulimits'
-HEADER = '# Managed by gpufleet.tuning: default ulimits of CRI-O containers (crio_ulimits).\n'
+HEADER = ('# Managed by gpufleet.tuning (crio_ulimits, the crio context of limits_profile): '
+          'default ulimits of CRI-O containers.\n')
 
 
 def _value(value):

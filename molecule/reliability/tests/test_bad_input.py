@@ -236,6 +236,10 @@ CASES = [
      None, ['ulimits.nofile: give both soft and hard']),
     ('crio-read-only-dropin-dir', CRIO, CRIO_ARGS, read_only(CRIO_D),
      [CRIO_DROPIN + ': cannot create a temporary file in %s: Read-only file system' % CRIO_D]),
+    ('profile-crio-later-drop-in-wins', PROFILE, {'profile': {'nofile': 8192},
+                                                  'contexts': ['crio']},
+     write(CRIO_D + '/99-site.conf', '[crio.runtime]\ndefault_ulimits = ["nofile=4096:4096"]\n'),
+     ['crio: ' + CRIO_D + '/99-site.conf:2:1 sets default_ulimits', 'nothing written']),
     # --- limits_profile's slurm context (slurm.conf) --------------------------------------
     ('slurm-unparsable-line', PROFILE, SLURM_ARGS, slurm('ThisIsNot a slurm line\n'),
      [SLURM_CONF + ":4: cannot read 'ThisIsNot a slurm line'", 'nothing written']),

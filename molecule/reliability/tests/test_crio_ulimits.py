@@ -15,9 +15,11 @@ import scenario_support as support
 MAIN = '/etc/crio/crio.conf'
 PACKAGED = '/etc/crio/crio.conf.d/00-default.conf'
 DROPIN = '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf'
-ARGS = {'ulimits': {'nofile': 16384, 'memlock': 'unlimited'}, 'restart': 'never'}
-WRITTEN = ('# Managed by gpufleet.tuning: default ulimits of CRI-O containers (crio_ulimits).\n'
-           '[crio.runtime]\ndefault_ulimits = [\n  "nofile=16384:16384",\n  "memlock=-1:-1",\n]\n')
+ARGS = {'ulimits': {'nofile': 16384, 'memlock': '8MiB'}, 'restart': 'never'}
+WRITTEN = ('# Managed by gpufleet.tuning (crio_ulimits, the crio context of limits_profile): '
+           'default ulimits of CRI-O containers.\n'
+           '[crio.runtime]\ndefault_ulimits = [\n  "nofile=16384:16384",\n'
+           '  "memlock=8388608:8388608",\n]\n')
 
 
 def run(host, args, check=False, diff=False):
@@ -108,5 +110,26 @@ def test_a_later_drop_in_is_refused_through_the_playbook(host, baseline):
         assert result['overridden_by'] == ['/etc/crio/crio.conf.d/95-site.conf:2:1']
         assert result['decided_by'] == '/etc/crio/crio.conf.d/95-site.conf:2:1'
         assert 'replaces this one whole' in printed
+    finally:
+        baseline()
+
+
+def test_the_crio_context_of_limits_profile_writes_the_same_drop_in(host, baseline):
+    try:
+        args = {'profile': {'nofile': 16384, 'memlock': '8MiB'}, 'contexts': ['crio']}
+        before = snapshot(host, mtimes=True)
+        ok, result, printed = support.run_module(host, 'gpufleet.tuning.limits_profile', args,
+                                                 check=True)
+        assert ok and result['changed'], printed[-3000:]
+        assert snapshot(host, mtimes=True) == before
+        ok, result, printed = support.run_module(host, 'gpufleet.tuning.limits_profile', args)
+        assert ok and result['changed'], printed[-3000:]
+        # the same text as crio_ulimits writes; limits_profile restarts nothing itself: the
+        # role restarts what actions.units lists (crio.service, checked)
+        assert output(host, 'cat %s' % DROPIN) == WRITTEN
+        assert result['actions']['units'] == ['crio.service']
+        assert result['per_context']['crio']['decided_by'] == DROPIN + ':3:1'
+        ok, result, printed = support.run_module(host, 'gpufleet.tuning.limits_profile', args)
+        assert ok and not result['changed'] and result['actions']['units'] == [], printed[-3000:]
     finally:
         baseline()
