@@ -6,25 +6,21 @@ import pytest
 from conftest import SLURM_CONF, main_pid, watched
 
 # (case, text appended to slurm.conf, extra files, what the message must contain, slurmd's)
+# The cases slurmd is the oracle for, and the glob Include. A missing Include, both
+# PropagateResourceLimits options and a bad line in an included file are in the reliability
+# suite's bad-input table (molecule/reliability/tests/test_bad_input.py), which needs no
+# running Slurm.
 CASES = [
     ('unparsable-line', 'ThisIsNot a slurm line\n', {},
      ['/etc/slurm/slurm.conf:18: cannot read'], 'Parse error in file /etc/slurm/slurm.conf line 18'),
     ('leftover-after-value', 'MaxJobCount=5000 oops\n', {},
      ['/etc/slurm/slurm.conf:18: cannot read \'oops\' after MaxJobCount=5000'],
      'Parse error in file /etc/slurm/slurm.conf line 18'),
-    ('missing-include', 'Include site-limits.conf\n', {},
-     ['/etc/slurm/slurm.conf:18: Include /etc/slurm/site-limits.conf: No such file'], None),
     ('glob-include', 'Include conf.d/*.conf\n', {'/etc/slurm/conf.d/a.conf': 'MaxJobCount=5\n'},
      ['/etc/slurm/slurm.conf:18: Include conf.d/*.conf: Slurm does not expand globs'], None),
-    ('both-propagate-options', 'PropagateResourceLimits=ALL\n', {},
-     ['/etc/slurm/slurm.conf:17: PropagateResourceLimitsExcept and '
-      '/etc/slurm/slurm.conf:18: PropagateResourceLimits are both set'], None),
     ('unknown-rlimit-name', 'PropagateResourceLimitsExcept=NOFILE,FILES\n', {},
      ["/etc/slurm/slurm.conf:18: PropagateResourceLimitsExcept=NOFILE,FILES: 'FILES' is not a "
       'limit Slurm knows'], 'Bad rlimit name: FILES'),
-    ('bad-line-in-include', 'Include site-limits.conf\n',
-     {'/etc/slurm/site-limits.conf': '# site\nPropagateResourceLimitsExcept NOFILE\n'},
-     ['/etc/slurm/site-limits.conf:2: cannot read'], None),
 ]
 
 
