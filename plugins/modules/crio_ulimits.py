@@ -172,8 +172,12 @@ UNIT = 'crio.service'
 
 
 def busy(module):
-    """Why restarting CRI-O now would disturb pods, or None."""
-    rc, out, err = module.run_command(['crictl', 'pods', '-q'])
+    """Why restarting CRI-O now would disturb pods, or None (pods that cannot be listed count
+    as busy)."""
+    crictl = module.get_bin_path('crictl')
+    if crictl is None:
+        return 'the pods could not be listed (crictl: not installed)'
+    rc, out, err = module.run_command([crictl, 'pods', '-q'])
     if rc != 0:
         return 'the pods could not be listed (crictl: %s)' % (err or out).strip()
     count = len(out.split())

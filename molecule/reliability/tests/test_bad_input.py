@@ -223,7 +223,7 @@ CASES = [
     ('crio-podman-append-attribute', CRIO, CRIO_ARGS,
      write(CRIO_D + '/50-site.conf',
            '[crio.runtime]\ndefault_ulimits = ["nofile=2048:4096", {append=true}]\n'),
-     [CRIO_D + "/50-site.conf:2:19: {append=...} is Podman's"]),
+     [CRIO_D + "/50-site.conf:2:19: {{append=...}} is Podman's"]),  # {{ }}: fill() formats
     ('crio-later-drop-in-wins', CRIO, CRIO_ARGS,
      write(CRIO_D + '/99-site.conf', '[crio.runtime]\ndefault_ulimits = ["nofile=4096:4096"]\n'),
      [CRIO_D + '/99-site.conf:2:1 sets default_ulimits and CRI-O reads it after ' + CRIO_DROPIN,
