@@ -39,7 +39,7 @@ options:
     description: The contexts to probe.
     type: list
     elements: str
-    choices: [login, service, user_manager, docker, podman, k8s_pod, slurm_job]
+    choices: [login, service, user_manager, docker, k8s_pod, podman, slurm_job]
     default: [login, service]
   user:
     description: The user the login, service and user manager probes run as.

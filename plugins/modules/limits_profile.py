@@ -61,7 +61,8 @@ options:
         C(/etc/slurm/slurm.conf)). C(slurm) writes the profile into C(slurmd.service)'s
         drop-in and stops slurm.conf from propagating the profile's items from the submit
         shell (O(slurm_conf_edit)); see docs/slurm.md. C(containerd_cri) (present when
-        O(containerd_config) exists and does not disable the CRI plugin) patches the profile
+        O(containerd_config) leaves the CRI plugin on and the node has C(kubelet.service) or a
+        handler with a base spec) patches the profile
         into the base runtime spec of every CRI handler that has one, keeps
         C(containerd.service)'s drop-in, and restarts containerd under O(restart_policy)
         (C(when_idle) waits while pod sandboxes run, and running pods keep their old spec); see

@@ -28,6 +28,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_pat
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 UNIT = 'containerd.service'
+KUBELET = 'kubelet.service'
 CONFIG = '/etc/containerd/config.toml'
 #: what a row's source starts with: the value was seen in a pod, or worked out from files
 PROBED = 'probed (a pod started through the CRI)'
@@ -52,17 +53,22 @@ class ContainerdCri(Context):
     fallback = 'containerd\'s own limits (the handler has no base spec)'
 
     def detect(self, root=''):
-        """containerd's unit and a config.toml whose CRI plugin is not disabled."""
+        """A Kubernetes node on containerd: containerd's unit and a config.toml whose CRI plugin
+        is not disabled, with a kubelet unit or a handler that has a base runtime spec. (Debian's
+        and Ubuntu's containerd package leaves the CRI on for dockerd hosts that run no pod.)"""
         from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
         if not (sdpaths.unit_exists(UNIT, root) and os.path.isfile(root + CONFIG)):
             return False
         try:
             with open(root + CONFIG, 'rb') as handle:
                 data = cc.parse(handle.read(), root + CONFIG)[0]
-            return not cc.cri_disabled(data, cc.version_of(data, root + CONFIG))
+            version = cc.version_of(data, root + CONFIG)
         except (errors.Error, IOError, OSError):
             # present but unreadable: planning it names the file and line
-            return True
+            return sdpaths.unit_exists(KUBELET, root)
+        if cc.cri_disabled(data, version):
+            return False
+        return sdpaths.unit_exists(KUBELET, root) or any(cc.handlers(data, version).values())
 
     def owns(self, label):
         return label == self.name or label.startswith(self.name + ':')
@@ -100,17 +106,12 @@ class ContainerdCri(Context):
         old, new = writes.get(config, (None, None))
         if config not in writes:
             old = new = csp.read_text(config)
-        without = sorted(h for h, p in planned.handlers.items() if p is None)
 
         def plan_config():
-            change = changes.Change(config, dict(result, path=config), old, new,
-                                    mode=os.stat(config).st_mode & 0o7777)
-            if without:
-                change.warnings.append(
-                    'handler(s) %s have no base_runtime_spec: their pods take containerd\'s own '
-                    'limits (containerd.service\'s drop-in); containerd_create_spec creates one'
-                    % ', '.join(without))
-            return change
+            # handlers left without a base spec (result's handlers: null) keep containerd's
+            # own limits: the units context's drop-in gives them the profile
+            return changes.Change(config, dict(result, path=config), old, new,
+                                  mode=os.stat(config).st_mode & 0o7777)
         found.append((self.name, plan_config))
         return found
 
@@ -195,14 +196,17 @@ class ContainerdCri(Context):
             return {}
         found = {}
         how = PROBED if report['probed'] else PREDICTED
-        if report['base_spec']:
-            for item, limit in report['spec_limits'].items():
-                found[item] = dict(soft=limit['soft'], hard=limit['hard'], source=(
-                    '%s: %s process.rlimits[%d] RLIMIT_%s (handler %s)' % (
-                        how, report['base_spec'], report['spec_index'][item],
-                        model.ITEMS[item].rlimit, report['handler'])))
-            return found
+        for item, limit in report['spec_limits'].items():
+            found[item] = dict(soft=limit['soft'], hard=limit['hard'], source=(
+                '%s: %s process.rlimits[%d] RLIMIT_%s (handler %s)' % (
+                    how, report['base_spec'], report['spec_index'][item],
+                    model.ITEMS[item].rlimit, report['handler'])))
+        why = ('not in the base spec %s' % report['base_spec'] if report['base_spec']
+               else 'handler %s has no base spec' % report['handler'])
         for item, live in report['containerd'].items():
+            if item in found:
+                continue
+            # an rlimit the spec does not set is inherited from the shim: containerd's own
             setting = report['containerd_configured'].get(item) or {}
             origin = ('%s:%s' % (setting['source'], setting['line'])
                       if setting.get('source') else 'the unit or manager default')
@@ -212,8 +216,7 @@ class ContainerdCri(Context):
                 soft = hard
                 note = ', soft raised to hard by Go'
             found[item] = dict(soft=soft, hard=hard, source=(
-                '%s: containerd\'s own limits (handler %s has no base spec%s), set by %s' % (
-                    how, report['handler'], note, origin)))
+                '%s: containerd\'s own limits (%s%s), set by %s' % (how, why, note, origin)))
         return found
 
     def predict(self, report):
