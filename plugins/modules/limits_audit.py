@@ -30,7 +30,7 @@ description:
     limits) when C(slurmd.service) and /etc/slurm/slurm.conf exist, with each value's source
     (slurmd's drop-in line, the slurm.conf line that propagates it or not) and a warning
     naming the items jobs take from the submit shell; C(k8s_pod) when containerd runs with its
-    CRI plugin on: a pod started through the CRI with O(pod_image) and O(cri_client), else the
+    CRI plugin on, a pod started through the CRI with O(pod_image) and O(cri_client), else the
     value a new pod would get, predicted from the handler's base runtime spec (the file and its
     C(process.rlimits) entry) or from containerd's own limits and the unit drop-in that set
     them. Each row's RV(rows) C(how) says C(probed) or C(predicted), and its source says it too.
@@ -61,7 +61,7 @@ options:
   pod_image:
     description:
       - The image of the C(k8s_pod) probe, present in containerd's C(k8s.io) namespace; its
-        command is run in a new pod container (C(cat /proc/self/limits)). Unset: the
+        command is run in a new pod container (C(cat /proc/self/limits)); unset, the
         C(k8s_pod) rows are predicted, not probed.
     type: str
   pod_handler:
@@ -114,7 +114,7 @@ rows:
   description:
     - One row per probed context and profile item (values soft:hard).
     - C(how) is C(probed) (a new process showed the value) or C(predicted) (worked out from the
-      files without starting one: the C(k8s_pod) rows without O(cri_client)).
+      files without starting one, the C(k8s_pod) rows without O(cri_client)).
   returned: success
   type: list
   elements: dict
