@@ -206,7 +206,7 @@ demo:
 	bash scripts/bootstrap-host.sh
 	$(MAKE) setup
 	$(MAKE) images IMAGES=debian12
-	LAB_SLURM_NODES=$${LAB_SLURM_NODES:-1} $(MAKE) lab-up
+	LAB_SLURM_NODES=$${LAB_SLURM_NODES:-1} LAB_K8S_NODES=$${LAB_K8S_NODES:-1} $(MAKE) lab-up
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/before
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/tune_gpu_nodes.yml --tags limits
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/after

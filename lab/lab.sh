@@ -11,6 +11,8 @@
 # LAB_PREFIX (gpufleet-lab) names the containers PREFIX-1..N and LAB_DIR (build/lab) holds the
 # inventory, so that several labs (the demo, the benchmark, the reliability suite) can coexist.
 # LAB_SLURM_NODES (0) of the nodes, the first ones, also run a single-node Slurm (lab_slurm).
+# LAB_K8S_NODES (0) of the nodes, the last ones, are Kubernetes nodes on containerd (lab_k8s): the
+# CRI on and a base runtime spec taken from `ctr oci spec` referenced for runc (lab/k8s_node.yml).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=${LAB_NODES:-3}
@@ -18,6 +20,7 @@ ssh=${LAB_SSH:-0}
 if [ "$ssh" = 1 ]; then image=${LAB_IMAGE:-gpufleet-node-ssh:debian12}; else image=${LAB_IMAGE:-gpufleet-node:debian12}; fi
 prefix=${LAB_PREFIX:-gpufleet-lab}
 slurm_nodes=${LAB_SLURM_NODES:-0}
+k8s_nodes=${LAB_K8S_NODES:-0}
 dir=${LAB_DIR:-$root/build/lab}
 inventory="$dir/inventory.yml"
 
@@ -46,7 +49,10 @@ up() {
     i=0
     for name in $(names); do
       i=$((i + 1))
-      if [ "$i" -le "$slurm_nodes" ]; then echo "    $name: {lab_slurm: true}"; else echo "    $name:"; fi
+      marks=""
+      if [ "$i" -le "$slurm_nodes" ]; then marks="lab_slurm: true"; fi
+      if [ "$i" -gt $((nodes - k8s_nodes)) ]; then marks="${marks:+$marks, }lab_k8s: true"; fi
+      if [ -n "$marks" ]; then echo "    $name: {$marks}"; else echo "    $name:"; fi
     done
     echo '  vars:'
     echo '    ansible_connection: community.docker.docker'

@@ -11,6 +11,7 @@ with open(os.path.join(lab, 'after', 'limits-audit.json')) as handle:
     after = json.load(handle)['hosts']
 problems = []
 slurm_nodes = 0
+k8s_nodes = 0
 if len(after) < 3:
     problems.append('expected 3 lab nodes, the audit saw %d' % len(after))
 for host in sorted(after):
@@ -29,6 +30,24 @@ for host in sorted(after):
         slurm_nodes += 1
         if not [g for g in before[host].get('gaps', []) if g['context'] == 'slurm_job']:
             problems.append('%s: no slurm_job gap before tuning' % host)
+    if 'k8s_pod' in contexts:
+        # the Kubernetes node (LAB_K8S_NODES): a new pod got the ctr base spec's 1024:1024
+        # before, the profile after, each row naming the base spec entry it comes from
+        k8s_nodes += 1
+        rows = dict((when, [r for r in audit[host].get('rows', []) if r['context'] == 'k8s_pod'
+                            and r['item'] == 'nofile'])
+                    for when, audit in (('before', before), ('after', after)))
+        if [r['actual'] for r in rows['before']] != ['1024:1024'] or not rows['before'][0]['gap']:
+            problems.append('%s: k8s_pod nofile before tuning is not the 1024:1024 trap: %s'
+                            % (host, rows['before']))
+        if [r['actual'] for r in rows['after']] != [after[host]['contexts']['k8s_pod']['limits']
+                                                    ['nofile']['human']] or rows['after'][0]['gap']:
+            problems.append('%s: k8s_pod nofile after tuning: %s' % (host, rows['after']))
+        for row in rows['before'] + rows['after']:
+            if 'process.rlimits' not in row['source'] or row.get('how') not in ('predicted', 'probed'):
+                problems.append('%s: k8s_pod row without its base spec source: %s' % (host, row))
+if os.environ.get('LAB_K8S_NODES', '1') != '0' and not k8s_nodes:
+    problems.append('no lab node was a Kubernetes node (LAB_K8S_NODES): k8s_pod was not shown')
 if os.environ.get('LAB_SLURM_NODES', '1') != '0' and not slurm_nodes:
     problems.append('no lab node ran Slurm (LAB_SLURM_NODES): the slurm_job context was not shown')
 # The fleet summary (issue 15) leads the reports: before tuning it counts every node short and
@@ -51,5 +70,6 @@ if problems:
     print('demo check failed:\n  ' + '\n  '.join(problems))
     sys.exit(1)
 print('demo check: %d nodes, %d gaps before, 0 after, contexts login/service/user_manager/docker'
-      ', slurm_job on %d' % (len(after), sum(len(h.get('gaps', [])) for h in before.values()),
-                             slurm_nodes))
+      ', slurm_job on %d, k8s_pod on %d' % (
+          len(after), sum(len(h.get('gaps', [])) for h in before.values()), slurm_nodes,
+          k8s_nodes))

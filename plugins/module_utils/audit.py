@@ -119,9 +119,11 @@ def source_of(context, configured, actual=None, blocked=None):
     return where
 
 
-def rows(observed, expected, gaps, configured_by_context, items, blocked=None):
-    """One row per probed context and profile item: actual, expected, gap sides, source.
-    ``blocked``: the login lines pam_limits cannot apply (:func:`unappliable`)."""
+def rows(observed, expected, gaps, configured_by_context, items, blocked=None, predicted=()):
+    """One row per probed context and profile item: actual, expected, gap sides, source and
+    ``how`` (``probed``: a new process showed it; ``predicted``: worked out from the files, the
+    contexts in ``predicted``). ``blocked``: the login lines pam_limits cannot apply
+    (:func:`unappliable`)."""
     found = []
     for context, entry in observed.items():
         configured = configured_by_context.get(context, {})
@@ -136,8 +138,26 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None):
                 actual=limit['human'] if limit else '(none)',
                 expected=expected[item]['human'],
                 source=source or FALLBACK.get(context, UNIT_FALLBACK),
-                gap='+'.join(gap[0]['sides']) if gap else ''))
+                gap='+'.join(gap[0]['sides']) if gap else '',
+                how='predicted' if context in predicted else 'probed'))
     return found
+
+
+def add_predicted(probed, reports, contexts):
+    """Put the predicted values of the contexts that were not probed (a pod when no CRI
+    client is given) into effective.probe's result, with their gaps; returns their names."""
+    predicted = {}
+    for record in registry.REGISTRY:
+        if record.probe and record.probe not in contexts:
+            limits = record.predict(reports.get(record.probe))
+            if limits:
+                predicted[record.probe] = limits
+                probed['contexts'][record.probe] = dict(
+                    command='', predicted=True, limits=effective.public_limits(limits))
+    if predicted and probed.get('expected'):
+        probed['gaps'] += effective.gaps(effective.from_public(probed['expected']), predicted)
+        probed['table'] = effective.gap_table(probed['gaps']) if probed['gaps'] else ''
+    return list(predicted)
 
 
 def audit(host, params):
@@ -183,11 +203,14 @@ def audit(host, params):
     try:
         probed = effective.probe(host, dict(
             contexts=contexts, user=user, docker_image=params['docker_image'],
-            podman_image=params['podman_image'], run_options=[], units=params['units'],
+            podman_image=params['podman_image'], pod_image=params.get('pod_image'),
+            pod_handler=params.get('pod_handler'), cri_client=params.get('cri_client'),
+            run_options=[], units=params['units'],
             expect=profile, baseline=None, timeout=params['timeout']))
     except effective.ProbeFailure as exc:
         raise AuditError(exc.msg, result)
 
+    predicted = add_predicted(probed, reports, contexts)
     configured = dict((probe, registry.probed(probe).configured(report))
                       for probe, report in reports.items())
     system = reports[registry.named('systemd_system').probe]
@@ -199,7 +222,8 @@ def audit(host, params):
         pam_invalid=reports[registry.named('pam').probe]['invalid'],
         systemd_pending=system['pending'],
         rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
-                  unappliable(configured[registry.named('pam').probe], host_limits.Ceiling())))
+                  unappliable(configured[registry.named('pam').probe], host_limits.Ceiling()),
+                  predicted))
     if job:
         result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
     return result, warnings

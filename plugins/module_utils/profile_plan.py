@@ -55,7 +55,8 @@ def parse_request(params):
                    on_conflict=params['on_conflict'], dropin=params['dropin'],
                    docker_shm_size=shm_size,
                    paths=dict((option, params[option]) for option in DEFAULTS),
-                   slurm_conf_edit=params.get('slurm_conf_edit', True))
+                   slurm_conf_edit=params.get('slurm_conf_edit', True),
+                   containerd_create_spec=params.get('containerd_create_spec', False))
 
 
 def plan_profile(params, host):
@@ -207,9 +208,13 @@ def actions(planned, host, policy='when_idle'):
     owed = []
     for context in sorted(registry.REGISTRY, key=lambda c: c.restart_rank):
         owed += context.owed(result, state, host, policy)
+    seen = set()
     for unit, why in owed:
-        if policy == 'always':
+        # a unit owed by two contexts (containerd.service: the pods' reason, then the unit's)
+        # is decided once, by the first (lower restart_rank)
+        if policy == 'always' or unit in seen:
             continue
+        seen.add(unit)
         if policy == 'never':
             why = 'restart policy never'
         else:

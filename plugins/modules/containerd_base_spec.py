@@ -128,78 +128,11 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import oci_base_spec as oci
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
-
-
-def _text(path):
-    data = safe_file.read_bytes(path)
-    return None if data is None else data.decode('utf-8', 'surrogateescape')
-
-
-def plan(module, params):
-    """[(path, old text or None, new text)], {handler: spec}, skipped, version. Writes nothing."""
-    limits = model.parse_profile(params['limits'], 'limits')
-    config = params['config']
-    text = _text(config)
-    if text is None:
-        raise errors.Error('%s: does not exist (write it with `containerd config default`)'
-                           % config, where=config, kind=errors.HOST)
-    data = cc.parse(text, config)[0]
-    version = cc.version_of(data, config)
-    present = cc.handlers(data, version)
-    wanted = params['handlers'] or sorted(set(present) | set(['runc']))
-    for name in wanted:
-        if name not in present and name != 'runc':
-            raise errors.Error('handlers: %r is not a runtime handler of %s (configured: %s)'
-                               % (name, config, ', '.join(sorted(present)) or 'none'),
-                               where='handlers', kind=errors.BAD_INPUT)
-    writes, result, skipped, seen = [], {}, [], {}
-    new_config = text
-    for name in wanted:
-        path = present.get(name)
-        if path is None and not params['create']:
-            result[name] = None
-            continue
-        if path is None:
-            path = params['spec_path']
-            new_config = cc.reference(new_config, config, name, path)
-        result[name] = path
-        if path in seen:
-            continue
-        old = _text(path)
-        if old is None and path != params['spec_path']:
-            raise errors.Error('%s: handler %s: base_runtime_spec %s does not exist'
-                               % (config, name, path), where=config, kind=errors.BAD_INPUT)
-        source = old
-        if source is None:
-            rc, out, err = module.run_command(['ctr', 'oci', 'spec'],
-                                              environ_update={'LC_ALL': 'C'})
-            if rc != 0:
-                raise errors.Error('ctr oci spec failed: %s' % (err or out).strip(),
-                                   kind=errors.HOST)
-            source = out
-        spec = oci.parse(source, path if old is not None else 'ctr oci spec')
-        new_spec, skipped = oci.patch(spec, limits, path)[0::2]
-        new = oci.render(new_spec, source)
-        seen[path] = True
-        if new != old:
-            writes.append((path, old, new))
-    if new_config != text:
-        writes.append((config, text, new_config))
-    return writes, result, skipped, version
-
-
-def busy(module):
-    """Why a restart of containerd now would disturb pods, or None: pod sandboxes and
-    containers of the k8s.io namespace exist (or they cannot be listed: then it counts as busy)."""
-    rc, out, err = module.run_command(['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q'])
-    if rc != 0:
-        return 'the pods could not be listed (ctr: %s)' % (err or out).strip()
-    count = len(out.split())
-    return ('%d pod container(s) and sandbox(es) exist' % count) if count else None
 
 
 def main():
@@ -217,10 +150,14 @@ def main():
     )
     params = module.params
     try:
-        writes, handlers, skipped, version = plan(module, params)
+        planned = csp.plan(module.run_command, model.parse_profile(params['limits'], 'limits'),
+                           config=params['config'], handlers=params['handlers'],
+                           create=params['create'], spec_path=params['spec_path'])
     except errors.Error as exc:
         module.fail_json(msg=exc.msg, kind=exc.kind, where=exc.where)
-    result = dict(changed=bool(writes), version=version, handlers=handlers, skipped=skipped,
+    writes = planned.writes
+    result = dict(changed=bool(writes), version=planned.version, handlers=planned.handlers,
+                  skipped=planned.skipped,
                   files=[w[0] for w in writes], restarted=False, deferred=None)
     if module._diff:
         result['diff'] = [dict(before_header=p, after_header=p, before=o or '', after=n)
@@ -245,7 +182,7 @@ def main():
     except errors.Error as exc:
         module.fail_json(msg=exc.msg, kind=exc.kind, files_restored=put_back())
     policy = params['restart']
-    why = busy(module) if policy == 'when_idle' else None
+    why = csp.pods_busy(module.run_command) if policy == 'when_idle' else None
     if policy == 'never':
         result['deferred'] = 'restart: never; containerd reads the base spec when it starts'
     elif why:

@@ -22,7 +22,8 @@ description:
     (C(run --rm --network=none IMAGE cat /proc/self/limits)); C(slurm_job) a job step
     (C(srun)) submitted from a login session of the user whose soft limits are the
     distribution's defaults (nofile 1024, memlock and stack 8 MiB), so that limits a job takes
-    from the submit shell show (docs/slurm.md).
+    from the submit shell show (docs/slurm.md); C(k8s_pod) a pod container started through
+    containerd's CRI by O(cri_client), as the kubelet starts one (docs/containerd-kubernetes.md).
   - With O(units), also reads the limits of each running unit's main process (what the
     processes it starts, such as containerd's containers, inherit).
   - Reads the kernel ceilings C(fs.nr_open), C(fs.file-max), C(kernel.pid_max) and
@@ -38,7 +39,7 @@ options:
     description: The contexts to probe.
     type: list
     elements: str
-    choices: [login, service, user_manager, docker, podman, slurm_job]
+    choices: [login, service, user_manager, docker, k8s_pod, podman, slurm_job]
     default: [login, service]
   user:
     description: The user the login, service and user manager probes run as.
@@ -51,6 +52,26 @@ options:
   podman_image:
     description: The image of the C(podman) probe; required when O(contexts) has C(podman).
     type: str
+  pod_image:
+    description:
+      - The image of the C(k8s_pod) probe, present in containerd's C(k8s.io) namespace; its
+        command is run in a new pod container (C(cat /proc/self/limits)). Required when
+        O(contexts) has C(k8s_pod).
+    type: str
+  pod_handler:
+    description: The CRI runtime handler of the C(k8s_pod) probe's pod; empty is the default runtime.
+    type: str
+    default: ''
+  cri_client:
+    description:
+      - The command of a CRI client on the node that starts a pod and prints its limits, for
+        C(k8s_pod), as separate elements; the collection's client is
+        C(PYTHON roles/limits/files/cri/cri_client.py) run by a python with grpcio and protobuf
+        (the limits role copies it; docs/containerd-kubernetes.md). Without it the C(k8s_pod)
+        probe reports that it could not run.
+    type: list
+    elements: str
+    default: []
   run_options:
     description: Extra options for C(docker run) and C(podman run), as separate elements.
     type: list
@@ -173,6 +194,9 @@ def main():
             user=dict(type='str', default='root'),
             docker_image=dict(type='str'),
             podman_image=dict(type='str'),
+            pod_image=dict(type='str'),
+            pod_handler=dict(type='str', default=''),
+            cri_client=dict(type='list', elements='str', default=[]),
             run_options=dict(type='list', elements='str', default=[]),
             units=dict(type='list', elements='str', default=[]),
             expect=dict(type='dict'),

@@ -29,7 +29,11 @@ description:
     image is given; C(slurm_job) (a job submitted with C(srun) from a login with default soft
     limits) when C(slurmd.service) and /etc/slurm/slurm.conf exist, with each value's source
     (slurmd's drop-in line, the slurm.conf line that propagates it or not) and a warning
-    naming the items jobs take from the submit shell.
+    naming the items jobs take from the submit shell; C(k8s_pod) when containerd runs with its
+    CRI plugin on, a pod started through the CRI with O(pod_image) and O(cri_client), else the
+    value a new pod would get, predicted from the handler's base runtime spec (the file and its
+    C(process.rlimits) entry) or from containerd's own limits and the unit drop-in that set
+    them. Each row's RV(rows) C(how) says C(probed) or C(predicted), and its source says it too.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
@@ -54,6 +58,26 @@ options:
   podman_image:
     description: The image for the Podman probe; unset skips it.
     type: str
+  pod_image:
+    description:
+      - The image of the C(k8s_pod) probe, present in containerd's C(k8s.io) namespace; its
+        command is run in a new pod container (C(cat /proc/self/limits)); unset, the
+        C(k8s_pod) rows are predicted, not probed.
+    type: str
+  pod_handler:
+    description: The CRI runtime handler of the C(k8s_pod) probe's pod; empty is the default runtime.
+    type: str
+    default: ''
+  cri_client:
+    description:
+      - The command of a CRI client on the node that starts a pod and prints its limits, for
+        C(k8s_pod), as separate elements; the collection's client is
+        C(PYTHON roles/limits/files/cri/cri_client.py) run by a python with grpcio and protobuf
+        (the limits role copies it; docs/containerd-kubernetes.md). Without it the C(k8s_pod)
+        probe reports that it could not run.
+    type: list
+    elements: str
+    default: []
   timeout:
     description: Seconds each probe may take.
     type: int
@@ -87,13 +111,19 @@ EXAMPLES = r'''
 
 RETURN = r'''
 rows:
-  description: One row per probed context and profile item (values soft:hard).
+  description:
+    - One row per probed context and profile item (values soft:hard).
+    - C(how) is C(probed) (a new process showed the value) or C(predicted) (worked out from the
+      files without starting one, the C(k8s_pod) rows without O(cri_client)).
   returned: success
   type: list
   elements: dict
   sample:
     - {context: login, item: nofile, actual: "1024:20000", expected: "16384:16384",
-       gap: soft+hard, source: no limits line (inherited from the login service)}
+       gap: soft+hard, source: no limits line (inherited from the login service), how: probed}
+    - {context: k8s_pod, item: nofile, actual: "1024:1024", expected: "16384:16384", gap: soft+hard,
+       source: "predicted (no pod started): /etc/containerd/cri-base.json process.rlimits[2]
+       RLIMIT_NOFILE (handler runc)", how: predicted}
 contexts:
   description: Per context, the probe command and the limits it got (effective_limits' form).
   returned: success
@@ -183,6 +213,9 @@ def main():
             units=dict(type='list', elements='str', default=[]),
             docker_image=dict(type='str'),
             podman_image=dict(type='str'),
+            pod_image=dict(type='str'),
+            pod_handler=dict(type='str', default=''),
+            cri_client=dict(type='list', elements='str', default=[]),
             timeout=dict(type='int', default=60),
             job=dict(type='dict'),
         ),

@@ -60,11 +60,17 @@ options:
         C(containerd.service), a C(podman) binary, C(slurmd.service) with
         C(/etc/slurm/slurm.conf), C(/etc/crio/crio.conf) or C(crio.conf.d)). C(slurm) writes
         the profile into C(slurmd.service)'s drop-in and stops slurm.conf from propagating the
-        profile's items from the submit shell (O(slurm_conf_edit)); see docs/slurm.md. C(crio)
-        writes CRI-O's C(default_ulimits) (O(crio_dropin)), never run against a real CRI-O.
+        profile's items from the submit shell (O(slurm_conf_edit)); see docs/slurm.md.
+        C(containerd_cri) (present when O(containerd_config) leaves the CRI plugin on and the
+        node has C(kubelet.service) or a handler with a base spec) patches the profile
+        into the base runtime spec of every CRI handler that has one, keeps
+        C(containerd.service)'s drop-in, and restarts containerd under O(restart_policy)
+        (C(when_idle) waits while pod sandboxes run, and running pods keep their old spec); see
+        docs/containerd-kubernetes.md. C(crio) writes CRI-O's C(default_ulimits)
+        (O(crio_dropin)), never run against a real CRI-O.
     type: list
     elements: str
-    choices: [pam, systemd_system, systemd_user, docker, containerd, podman, slurm, crio]
+    choices: [pam, systemd_system, systemd_user, docker, containerd, containerd_cri, podman, slurm, crio]
     default: []
   units:
     description:
@@ -169,6 +175,21 @@ options:
         and warns which items jobs take from the submit shell instead.
     type: bool
     default: true
+  containerd_config:
+    description:
+      - containerd's configuration file (the C(containerd_cri) context). A file that does not
+        parse, a handler's base spec that is missing or not an OCI spec is refused, naming the
+        file (and C(file:line)), before anything is written.
+    type: path
+    default: /etc/containerd/config.toml
+  containerd_create_spec:
+    description:
+      - With the C(containerd_cri) context, create C(/etc/containerd/gpufleet-base-spec.json)
+        from the node's default spec (C(ctr oci spec)) with the profile, and reference it in
+        O(containerd_config) for C(runc) and every configured handler that has no base spec.
+        C(false) leaves such handlers on containerd's own limits (the unit drop-in), with a warning.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
 notes:
@@ -347,6 +368,8 @@ def main():
             podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
             slurm_conf=dict(type='path', default=pp.DEFAULTS['slurm_conf']),
             slurm_conf_edit=dict(type='bool', default=True),
+            containerd_config=dict(type='path', default=pp.DEFAULTS['containerd_config']),
+            containerd_create_spec=dict(type='bool', default=False),
             crio_dropin=dict(type='path', default=pp.DEFAULTS['crio_dropin']),
         ),
         supports_check_mode=True,

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd_cri
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import crio
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
@@ -31,6 +32,7 @@ REGISTRY = (
     units.CONTEXT,
     docker.CONTEXT,
     containerd.CONTEXT,
+    containerd_cri.CONTEXT,
     podman.CONTEXT,
     slurm.CONTEXT,
     crio.CONTEXT,

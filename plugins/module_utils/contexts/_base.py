@@ -23,7 +23,8 @@ class Request(object):
 
     def __init__(self, profile, limits, contexts, domains=('*', 'root'), units=(),
                  force=False, on_conflict='fail', dropin=None, docker_shm_size=None,
-                 paths=None, slurm_conf_edit=True):
+                 paths=None, slurm_conf_edit=True,
+                 containerd_create_spec=False):
         self.profile = profile          # what the user wrote: {item: value or {soft, hard}}
         self.limits = limits            # the same, parsed: {item: Limit}
         self.contexts = list(contexts)  # the configured contexts to write
@@ -35,6 +36,7 @@ class Request(object):
         self.docker_shm_size = docker_shm_size  # bytes, parsed once (or None)
         self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
         self.slurm_conf_edit = slurm_conf_edit
+        self.containerd_create_spec = containerd_create_spec  # containerd_cri: create base specs
 
 
 class Context(object):
@@ -113,4 +115,9 @@ class Context(object):
 
     def configured(self, report):
         """{item: {soft, hard, source, ...}} its files set, from :meth:`report`."""
+        return {}
+
+    def predict(self, report):
+        """{item: Limit} a new process here would get, worked out from :meth:`report` without
+        starting one: the audit's rows when it does not probe (``{}``: no prediction)."""
         return {}

@@ -103,11 +103,11 @@ def test_audit_rows_name_sources_fallbacks_and_gaps():
     rows = audit.rows(observed, expected, gaps, configured, ['nofile'])
     assert rows == [
         dict(context='login', item='nofile', actual='1024:20000', expected='16384:16384',
-             source='/etc/l.conf:3', gap='soft+hard'),
+             source='/etc/l.conf:3', gap='soft+hard', how='probed'),
         dict(context='service', item='nofile', actual='16384:16384', expected='16384:16384',
-             source='/etc/s.conf:4', gap=''),
+             source='/etc/s.conf:4', gap='', how='probed'),
         dict(context='docker', item='nofile', actual='(none)', expected='16384:16384',
-             source='inherited from containerd', gap='')]
+             source='inherited from containerd', gap='', how='probed')]
 
 
 def test_a_write_removes_only_stale_temporaries_of_its_own_file(tmp_path):

@@ -16,10 +16,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..',
 
 def test_the_two_vocabularies_come_from_the_records():
     assert registry.CONFIGURED == pp.CONTEXTS == [
-        'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'podman', 'slurm',
-        'crio']
+        'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'containerd_cri', 'podman',
+        'slurm', 'crio']
     assert registry.PROBED == effective.CONTEXTS == [
-        'login', 'service', 'user_manager', 'docker', 'podman', 'slurm_job']
+        'login', 'service', 'user_manager', 'docker', 'k8s_pod', 'podman', 'slurm_job']
     names = [c.name for c in registry.REGISTRY if c.name]
     probes = [c.probe for c in registry.REGISTRY if c.probe]
     assert len(set(names)) == len(names) and len(set(probes)) == len(probes)
@@ -47,6 +47,7 @@ def test_a_deferred_restart_names_the_probed_context_it_leaves_pending():
     assert registry.restart_context('docker.service') == 'docker'
     assert registry.restart_context('user@1001.service') == 'user_manager'
     assert registry.restart_context('slurmd.service') == 'slurm_job'
+    assert registry.restart_context('containerd.service') == 'k8s_pod'
     assert registry.restart_context('kubelet.service') == 'unit:kubelet.service'
 
 
@@ -62,6 +63,7 @@ def test_audit_texts_and_targets_come_from_the_records():
         'service': "systemd's built-in default",
         'user_manager': "the user manager's own limits",
         'docker': 'inherited from containerd',
+        'k8s_pod': "containerd's own limits (the handler has no base spec)",
         'podman': "Podman's built-in default",
         'slurm_job': 'slurmd.service (the unit file or the manager default)',
     }
@@ -71,6 +73,7 @@ def test_audit_texts_and_targets_come_from_the_records():
         ('systemd_system', '/etc/systemd/system.conf.d/90-gpufleet-tuning.conf'),
         ('systemd_user', '/etc/systemd/user.conf.d/90-gpufleet-tuning.conf'),
         ('docker', '/etc/docker/daemon.json'),
+        ('containerd_cri', '/etc/containerd/config.toml'),
         ('podman', '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'),
         ('slurm', '/etc/slurm/slurm.conf'),
         ('crio', '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf'),
@@ -78,6 +81,7 @@ def test_audit_texts_and_targets_come_from_the_records():
     assert pp.DEFAULTS == dict(
         pam_path='/etc/security/limits.d/90-gpufleet-tuning.conf',
         docker_daemon_json='/etc/docker/daemon.json',
+        containerd_config='/etc/containerd/config.toml',
         podman_dropin='/etc/containers/containers.conf.d/90-gpufleet-tuning.conf',
         slurm_conf='/etc/slurm/slurm.conf',
         crio_dropin='/etc/crio/crio.conf.d/90-gpufleet-tuning.conf')

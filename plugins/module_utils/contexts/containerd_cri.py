@@ -1,0 +1,229 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes pods on containerd's CRI. A pod container takes its rlimits from the
+``base_runtime_spec`` of its runtime handler when the handler has one (a spec taken unedited
+from ``ctr oci spec`` carries ``RLIMIT_NOFILE 1024:1024``), else from containerd's own process
+(its unit's ``Limit*=``; Go raises a process's soft nofile to its hard one, so a pod gets
+containerd's hard nofile as both). So the profile goes into every handler's base spec
+(containerd_spec_plan, the plan the containerd_base_spec module makes) and into
+``containerd.service``'s ``Limit*=`` (the units context); a base spec is created and referenced
+for a handler that has none only when the user asks (``containerd_create_spec``).
+
+Configured as ``containerd_cri``, probed as ``k8s_pod``: a pod started through the CRI by a
+CRI client on the node (the collection's client, given as ``cri_client``: a python with grpcio
+and the client script), as the kubelet starts one. Without a client the audit *predicts* what a
+pod gets, from the handler's base spec or from containerd's process and unit drop-in, and says
+so in each row's source. docs/containerd-kubernetes.md."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+
+UNIT = 'containerd.service'
+KUBELET = 'kubelet.service'
+CONFIG = '/etc/containerd/config.toml'
+#: what a row's source starts with: the value was seen in a pod, or worked out from files
+PROBED = 'probed (a pod started through the CRI)'
+PREDICTED = 'predicted (no pod started)'
+
+
+def client_command(params):
+    """The CRI client command that prints a new pod container's /proc/self/limits."""
+    return list(params['cri_client']) + [
+        'limits', '--image', params['pod_image'], '--handler', params.get('pod_handler') or '']
+
+
+class ContainerdCri(Context):
+    name = 'containerd_cri'
+    probe = 'k8s_pod'
+    image_option = 'pod_image'
+    units = (UNIT,)
+    files = (CONFIG, 'base_runtime_spec files', '/etc/systemd/system/containerd.service.d/*.conf')
+    path_option = 'containerd_config'
+    target = CONFIG
+    restart_rank = 0
+    fallback = 'containerd\'s own limits (the handler has no base spec)'
+
+    def detect(self, root=''):
+        """A Kubernetes node on containerd: containerd's unit and a config.toml whose CRI plugin
+        is not disabled, with a kubelet unit or a handler that has a base runtime spec. (Debian's
+        and Ubuntu's containerd package leaves the CRI on for dockerd hosts that run no pod.)"""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
+        if not (sdpaths.unit_exists(UNIT, root) and os.path.isfile(root + CONFIG)):
+            return False
+        try:
+            with open(root + CONFIG, 'rb') as handle:
+                data = cc.parse(handle.read(), root + CONFIG)[0]
+            version = cc.version_of(data, root + CONFIG)
+        except (errors.Error, IOError, OSError):
+            # present but unreadable: planning it names the file and line
+            return sdpaths.unit_exists(KUBELET, root)
+        if cc.cri_disabled(data, version):
+            return False
+        return sdpaths.unit_exists(KUBELET, root) or any(cc.handlers(data, version).values())
+
+    def owns(self, label):
+        return label == self.name or label.startswith(self.name + ':')
+
+    def plans(self, request, host, ceiling):
+        """One Change per base spec file (label ``containerd_cri:PATH``), then config.toml's
+        (label ``containerd_cri``): planned together, once, when the first is asked for."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
+        config = request.paths[self.path_option]
+        try:
+            planned = csp.plan(host.run_command, request.limits, config=config,
+                               create=request.containerd_create_spec, field='profile')
+        except errors.Error as exc:
+            failure = changes.Failure('%s (nothing written)' % exc.msg, dict(config=config),
+                                      kind=exc.kind)
+
+            def fail():
+                raise failure
+            return [(self.name, fail)]
+        result = dict(config=config, version=planned.version, handlers=planned.handlers,
+                      skipped=planned.skipped, create=request.containerd_create_spec)
+        writes = dict((path, (old, new)) for path, old, new in planned.writes)
+        found = []
+        specs = sorted(set(p for p in planned.handlers.values() if p))
+        for path in specs:
+            old, new = writes.get(path, (None, None))
+            if path not in writes:
+                old = new = csp.read_text(path)
+
+            def plan(path=path, old=old, new=new):
+                mode = os.stat(path).st_mode & 0o7777 if old is not None else 0o644
+                return changes.Change(path, dict(result, path=path), old, new, mode=mode)
+            found.append(('%s:%s' % (self.name, path), plan))
+        old, new = writes.get(config, (None, None))
+        if config not in writes:
+            old = new = csp.read_text(config)
+
+        def plan_config():
+            # handlers left without a base spec (result's handlers: null) keep containerd's
+            # own limits: the units context's drop-in gives them the profile
+            return changes.Change(config, dict(result, path=config), old, new,
+                                  mode=os.stat(config).st_mode & 0o7777)
+        found.append((self.name, plan_config))
+        return found
+
+    def act(self, change, actions, state, host):
+        state['containerd_cri'] = True
+        if change.changed and UNIT not in actions['units']:
+            # containerd reads base_runtime_spec and config.toml when it starts
+            actions['units'].append(UNIT)
+
+    def owed(self, actions, state, host, policy):
+        if not state.get('containerd_cri') or UNIT not in actions['units'] or policy != 'when_idle':
+            return []
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
+        why = csp.pods_busy(host.run_command)
+        return [(UNIT, ('%s: running pods keep their old spec, new pods get the profile after '
+                        'containerd restarts' % why) if why else None)]
+
+    def restart_context(self, unit):
+        return self.probe if unit == UNIT else None
+
+    # --- probed ------------------------------------------------------------------------
+
+    def probe_command(self, user, uid, params):
+        if not params.get('cri_client'):
+            return ['false', 'no CRI client given (cri_client)']
+        return client_command(params)
+
+    def run_probe(self, prober, user, uid, command):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+        if command[0] == 'false':
+            raise effective.ProbeError('k8s_pod: no CRI client on this node (cri_client: a '
+                                       'python with grpcio and the collection\'s cri_client.py)',
+                                       kind=errors.NOT_RUNNING)
+        try:
+            prober.run(['systemctl', 'is-active', '--quiet', UNIT])
+        except effective.ProbeError:
+            raise effective.ProbeError('%s is not running, so no pod can start here' % UNIT,
+                                       kind=errors.NOT_RUNNING)
+        return prober.proc(command, self.probe)
+
+    def report(self, auditor):
+        """The handler's base spec and its rlimits, or containerd's own limits and the unit
+        settings that gave them: what a new pod gets, without starting one."""
+        if self.name not in auditor.present:
+            return None, []
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        report = dict(config=CONFIG, handler=None, base_spec=None, spec_limits={},
+                      spec_index={}, containerd={}, containerd_configured={}, error=None,
+                      probed=self.audit_probe(True, auditor))
+        try:
+            handler, path, by_type = csp.pod_spec(CONFIG, auditor.params.get('pod_handler') or '')
+        except errors.Error as exc:
+            report['error'] = exc.msg
+            return report, ['k8s_pod: %s' % exc.msg]
+        report.update(handler=handler, base_spec=path)
+        for item in model.ITEMS.values():
+            found = by_type.get('RLIMIT_' + (item.rlimit or '')) if item.is_rlimit else None
+            if found is not None:
+                soft, hard, index = found
+                limit = model.Limit(*[model.UNLIMITED if v == model.RLIM_INFINITY else v
+                                      for v in (soft, hard)])
+                report['spec_limits'][item.name] = limit.as_dict()
+                report['spec_index'][item.name] = index
+        unit, _pending, _error = info.unit_report(auditor.run, UNIT, False)
+        report['containerd_configured'] = unit['configured']
+        rc, out, _err = auditor.run(['systemctl', 'show', '-p', 'MainPID', '--value', UNIT])
+        pid = out.strip() if rc == 0 else ''
+        if pid.isdigit() and pid != '0':
+            report['containerd'] = dict((item, limit.as_dict()) for item, limit in
+                                        host_limits.proc_limits(pid).items())
+        return report, []
+
+    def audit_probe(self, report, auditor):
+        return report is not None and bool(auditor.params.get(self.image_option)) \
+            and bool(auditor.params.get('cri_client'))
+
+    def configured(self, report):
+        """What a new pod gets, item by item, with where it comes from: the base spec's
+        rlimit entry, or containerd's process limit and the unit setting behind it."""
+        if not report or report.get('error'):
+            return {}
+        found = {}
+        how = PROBED if report['probed'] else PREDICTED
+        for item, limit in report['spec_limits'].items():
+            found[item] = dict(soft=limit['soft'], hard=limit['hard'], source=(
+                '%s: %s process.rlimits[%d] RLIMIT_%s (handler %s)' % (
+                    how, report['base_spec'], report['spec_index'][item],
+                    model.ITEMS[item].rlimit, report['handler'])))
+        why = ('not in the base spec %s' % report['base_spec'] if report['base_spec']
+               else 'handler %s has no base spec' % report['handler'])
+        for item, live in report['containerd'].items():
+            if item in found:
+                continue
+            # an rlimit the spec does not set is inherited from the shim: containerd's own
+            setting = report['containerd_configured'].get(item) or {}
+            origin = ('%s:%s' % (setting['source'], setting['line'])
+                      if setting.get('source') else 'the unit or manager default')
+            soft, hard = live['soft'], live['hard']
+            note = ''
+            if item == 'nofile':
+                soft = hard
+                note = ', soft raised to hard by Go'
+            found[item] = dict(soft=soft, hard=hard, source=(
+                '%s: containerd\'s own limits (%s%s), set by %s' % (how, why, note, origin)))
+        return found
+
+    def predict(self, report):
+        """{item: Limit} a new pod gets, from :meth:`configured` (the audit's rows when no
+        pod is started)."""
+        return dict((item, model.Limit(entry['soft'], entry['hard']))
+                    for item, entry in self.configured(report).items())
+
+
+CONTEXT = ContainerdCri()
