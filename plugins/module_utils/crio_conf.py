@@ -65,8 +65,9 @@ def render(limits):
 
 def render_value(limits):
     """{item: Limit} -> the ``default_ulimits`` array, one string a line (CRI-O's template)."""
-    return '[\n%s]' % ''.join('  %s,\n' % json.dumps(model.to_ulimit_string(name, limit))
-                               for name, limit in limits.items())
+    lines = ['  %s,\n' % json.dumps(model.to_ulimit_string(name, limit))
+             for name, limit in limits.items()]
+    return '[\n%s]' % ''.join(lines)
 
 
 def config_files(main=MAIN, dropin_dir=DROPIN_DIR):

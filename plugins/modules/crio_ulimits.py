@@ -30,7 +30,7 @@ description:
     owner and mode.
   - A change needs a CRI-O restart, done under O(restart). A restart that fails puts the
     previous file back, starts CRI-O with it and fails, saying both.
-  - CRI-O is not packaged in Debian 12, where this collection is tested: the module is tested
+  - CRI-O is not packaged in Debian 12, where this collection is tested; the module is tested
     against CRI-O's documented syntax and a hand-made C(/etc/crio) tree, never against a running
     CRI-O (docs/containerd-kubernetes.md).
 author:
