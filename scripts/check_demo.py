@@ -47,9 +47,15 @@ if summary_after.get('short_hosts') != 0 or summary_after.get('items'):
 with open(os.path.join(lab, 'before', 'limits-audit.md')) as handle:
     if '## Fleet summary' not in handle.read().split('| host |')[0]:
         problems.append('before/limits-audit.md does not lead with the fleet summary')
+# The training job on the job node (issue 13, lab/demo_job.sh): before, it failed in the login,
+# service and container contexts with the real error; after, it ran with images/s above 0.
+import check_demo_job  # noqa: E402 pylint: disable=wrong-import-position
+job_problems, job_line = check_demo_job.check(lab)
+problems += job_problems
 if problems:
     print('demo check failed:\n  ' + '\n  '.join(problems))
     sys.exit(1)
 print('demo check: %d nodes, %d gaps before, 0 after, contexts login/service/user_manager/docker'
       ', slurm_job on %d' % (len(after), sum(len(h.get('gaps', [])) for h in before.values()),
                              slurm_nodes))
+print(job_line)
