@@ -32,10 +32,14 @@ def load(lab, phase):
         return json.load(handle)
 
 
-def last_line(text, width=110):
+def last_line(text, width=120):
+    """The error's last line (PyTorch puts the cause there), its end kept at a word."""
     lines = [line.strip() for line in (text or '').splitlines() if line.strip()]
     line = lines[-1] if lines else ''
-    return line if len(line) <= width else '... ' + line[-(width - 4):]
+    if len(line) <= width:
+        return line
+    tail = line[-(width - 4):]
+    return '... ' + tail[tail.find(' ') + 1:]
 
 
 def row(name, run):
@@ -69,7 +73,7 @@ def fmt(value, pattern='%s'):
 
 def tables(data):
     out = ['### The check\'s cost per context (after tuning)', '',
-           '| context | wall s | DataLoader s | images/s | peak RSS MiB | peak fds | peak /dev/shm MiB | processes | threads |',
+           '| context | wall s | job s | images/s | peak RSS MiB | peak fds | peak /dev/shm MiB | processes | threads |',
            '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
     for r in data['after']:
         out.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
@@ -116,8 +120,8 @@ def main(argv):
           % (data['measured'], data['machine']),
           'GPU: %s.' % data['gpu'], '', head, '',
           'wall s: the whole run as the role starts it (login session, transient unit or '
-          'container, python and the torch import, the job\'s ranks and workers); DataLoader s: '
-          'the ranks\' own run; peak RSS: the sum over the ranks and their workers, sampled '
+          'container, python and the torch import, the job\'s ranks and workers); job s: from the '
+          'start of the ranks to their end (their torch import included); peak RSS: the sum over the ranks and their workers, sampled '
           'every 50 ms (shared pages count once per process that maps them; dockerd and the '
           'container shim are not counted).', ''] + tables(data) + ['']
     out = os.path.join(ROOT, 'benchmarks', 'job-contexts')
