@@ -110,20 +110,23 @@ def main(argv):
         print('\n'.join([head, ''] + tables(data)))
         return 0
     data['measured'] = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
-    data['machine'] = '%d cores, %s, load average %s' % (
+    data['machine'] = '%d cores, %s, load average %s when written' % (
         os.cpu_count() or 0, platform.machine(), ' '.join('%.1f' % v for v in os.getloadavg()))
     data['gpu'] = ('none: no device machine (GPU) was lent to this task; CPU-only PyTorch, '
                    'no figure here depends on a GPU')
     md = ['# The DataLoader check per context, and the job before and after tuning', '',
           'Written by `scripts/bench_job_contexts.py` (`make bench-job-contexts`: `make demo`, '
-          'then this script) from the results of the demo\'s training job; measured %s on %s.'
+          'then this script) from the results of the demo\'s training job; written %s on %s '
+          '(the runs share the machine with whatever else runs on it: compare within a table, '
+          'not across machines).'
           % (data['measured'], data['machine']),
           'GPU: %s.' % data['gpu'], '', head, '',
           'wall s: the whole run as the role starts it (login session, transient unit or '
           'container, python and the torch import, the job\'s ranks and workers); job s: from the '
           'start of the ranks to their end (their torch import included); peak RSS: the sum over the ranks and their workers, sampled '
           'every 50 ms (shared pages count once per process that maps them; dockerd and the '
-          'container shim are not counted).', ''] + tables(data) + ['']
+          'container shim are not counted). The first run before tuning (login) also builds the '
+          'dataset of JPEGs.', ''] + tables(data) + ['']
     out = os.path.join(ROOT, 'benchmarks', 'job-contexts')
     with open(out + '.md', 'w') as handle:
         handle.write('\n'.join(md))
