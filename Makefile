@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog
 
 all: test
 
@@ -121,6 +121,7 @@ SUITE_JOBS = $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s)) \
   'cmd:test-pull:$(MAKE) test-pull'
 suites: setup
 	$(MAKE) images IMAGES="$(MOLECULE_DISTRO) $(GENERATIONS)"
+	$(MAKE) torch-image
 	$(SUITES) $(GENERATION_ENV) $(SUITE_JOBS)
 
 test: lint sanity vermin unit unit-py38 rules build
@@ -185,6 +186,25 @@ bench-job: collection
 	@test -n "$(TORCH_PYTHON)" || { echo "set TORCH_PYTHON to a python with torch"; exit 1; }
 	python3 scripts/bench_job_demand.py --python "$(TORCH_PYTHON)"
 
+# The wheelhouse of torch 2.13.0 (CPU, Python 3.11), numpy and Pillow that the nodes install
+# from (the pytorch scenario and the demo), and the container image with python and torch built
+# from it without a registry (images/build-torch-image.sh, kept once built).
+WHEELHOUSE := $(ROOT)/build/wheelhouse/torch-2.13.0-cp311
+wheelhouse: $(WHEELHOUSE)/.complete-pillow
+$(WHEELHOUSE)/.complete-pillow: | $(VENV)/.installed
+	$(BIN)/pip download -q --disable-pip-version-check --only-binary=:all: --python-version=3.11 \
+	  --platform=manylinux_2_28_x86_64 --dest=$(WHEELHOUSE) torch==2.13.0 numpy pillow
+	echo "torch==2.13.0 numpy pillow" > $@
+torch-image: wheelhouse
+	WHEELHOUSE=$(WHEELHOUSE) images/build-torch-image.sh
+
+# The DataLoader check's cost per context (login, service, container) and the job before and
+# after tuning, from the demo's job (benchmarks/job-contexts.md, .json).
+bench-job-contexts:
+	$(MAKE) demo
+	python3 scripts/bench_job_contexts.py build/lab
+	$(MAKE) lab-down
+
 # The drift watch on the `watch` scenario's node (node_exporter, Prometheus, a 20 s timer):
 # make demo-watch shows an alert fire on drift and clear on re-tune; make bench-watch measures
 # one node-side audit (benchmarks/watch-cost.md). Both remove the node at the end.
@@ -206,12 +226,17 @@ demo:
 	bash scripts/bootstrap-host.sh
 	$(MAKE) setup
 	$(MAKE) images IMAGES=debian12
+	$(MAKE) torch-image
 	LAB_SLURM_NODES=$${LAB_SLURM_NODES:-1} LAB_K8S_NODES=$${LAB_K8S_NODES:-1} $(MAKE) lab-up
+	lab/demo_job.sh node
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/before
+	lab/demo_job.sh before
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/tune_gpu_nodes.yml --tags limits
+	lab/demo_job.sh after
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/after
 	@echo; echo "=== before ==="; cat build/lab/before/limits-audit.md
 	@echo; echo "=== after ==="; cat build/lab/after/limits-audit.md
+	@echo; python3 scripts/bench_job_contexts.py --show build/lab
 	@echo; echo "make lab-down removes the lab"
 
 # make demo, then check its audits (gaps before, none after) and remove the lab.

@@ -66,6 +66,11 @@ if summary_after.get('short_hosts') != 0 or summary_after.get('items'):
 with open(os.path.join(lab, 'before', 'limits-audit.md')) as handle:
     if '## Fleet summary' not in handle.read().split('| host |')[0]:
         problems.append('before/limits-audit.md does not lead with the fleet summary')
+# The training job on the job node (issue 13, lab/demo_job.sh): before, it failed in the login,
+# service and container contexts with the real error; after, it ran with images/s above 0.
+import check_demo_job  # noqa: E402 pylint: disable=wrong-import-position
+job_problems, job_line = check_demo_job.check(lab)
+problems += job_problems
 if problems:
     print('demo check failed:\n  ' + '\n  '.join(problems))
     sys.exit(1)
@@ -73,3 +78,4 @@ print('demo check: %d nodes, %d gaps before, 0 after, contexts login/service/use
       ', slurm_job on %d, k8s_pod on %d' % (
           len(after), sum(len(h.get('gaps', [])) for h in before.values()), slurm_nodes,
           k8s_nodes))
+print(job_line)

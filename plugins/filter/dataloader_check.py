@@ -60,8 +60,23 @@ def dataloader_check_parse_run(result):
     if result.get('skipped'):
         return dict(_RESULT_DEFAULTS, error='not run (skipped)')
     label = result.get('item', '')
-    return dataloader_check_parse(result.get('stdout', ''), result.get('rc'),
-                                  result.get('stderr', ''), label if isinstance(label, str) else '')
+    record = dataloader_check_parse(result.get('stdout', ''), result.get('rc'),
+                                    result.get('stderr', ''),
+                                    label if isinstance(label, str) else '')
+    wall = _seconds(result.get('delta'))
+    if wall is not None:
+        # the whole run as the context starts it: session or unit or container, python, torch
+        record['wall_s'] = wall
+    return record
+
+
+def _seconds(delta):
+    """A command result's ``delta`` ('0:00:12.345678') in seconds, or None."""
+    try:
+        hours, minutes, seconds = str(delta).split(':')
+        return round(int(hours) * 3600 + int(minutes) * 60 + float(seconds), 3)
+    except (TypeError, ValueError):
+        return None
 
 
 def last_line(text, width=160):
@@ -127,14 +142,17 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
         limit = '%s/%s' % (record.get('nofile_soft'), record.get('nofile_hard'))
         if record['ok']:
             headroom = _headroom(record)
-            parts.append('%s ok %.2f samples/s with %s workers, peak %s fds of soft nofile %s '
+            unit = 'images' if record.get('pipeline') == 'images' else 'samples'
+            parts.append('%s ok %.2f %s/s with %s workers, peak %s fds of soft nofile %s '
                          '(nofile %s%s)'
-                         % (name, float(record['samples_per_s']), record.get('num_workers'),
+                         % (name, float(record['samples_per_s']), unit, record.get('num_workers'),
                             record['peak_fds'], record.get('nofile_soft'), limit,
                             ', headroom %s' % headroom if headroom else ''))
         else:
             problems.append('%s: %s (nofile %s)' % (name, last_line(record['error']), limit))
-            parts.append('%s FAILED nofile %s' % (name, limit))
+            parts.append('%s FAILED%s nofile %s' % (
+                name, ' (%s ran out)' % record['exhausted'] if record.get('exhausted') else '',
+                limit))
     report['problems'] = problems
     report['ok'] = not problems
     verdict = 'OK' if not problems else 'FAILED'

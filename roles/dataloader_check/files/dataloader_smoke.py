@@ -188,6 +188,24 @@ def count_threads(pid):
         return None
 
 
+def rss_bytes(pid):
+    """Resident memory of a process (None when it is gone)."""
+    try:
+        with open('/proc/%d/statm' % pid) as handle:
+            return int(handle.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def shm_size(path='/dev/shm'):
+    """Size of the /dev/shm file system in bytes (a container's is 64 MB unless raised)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return stat.f_blocks * stat.f_frsize
+
+
 def shm_used(path='/dev/shm'):
     """Bytes in use on the /dev/shm file system (None when it cannot be read)."""
     try:
@@ -214,6 +232,7 @@ class FdSampler(threading.Thread):
         self.peak_processes = 0
         self.shm_base = shm_used() or 0
         self.peak_shm = 0
+        self.peak_rss = 0
         self.workers_seen = set()
         self._stop_event = threading.Event()
 
@@ -221,6 +240,7 @@ class FdSampler(threading.Thread):
         main = count_fds(self.pid) or 0
         total = main if self.count_self else 0
         threads = (count_threads(self.pid) or 0) if self.count_self else 0
+        rss = (rss_bytes(self.pid) or 0) if self.count_self else 0
         below = descendants(self.pid)
         for child in below:
             count = count_fds(child)
@@ -230,9 +250,11 @@ class FdSampler(threading.Thread):
             self.peak_worker = max(self.peak_worker, count)
             total += count
             threads += count_threads(child) or 0
+            rss += rss_bytes(child) or 0
         self.peak_main = max(self.peak_main, main)
         self.peak_total = max(self.peak_total, total)
         self.peak_threads = max(self.peak_threads, threads)
+        self.peak_rss = max(self.peak_rss, rss)
         self.peak_processes = max(self.peak_processes,
                                   len(below) + (1 if self.count_self else 0))
         used = shm_used()
@@ -323,9 +345,13 @@ def make_image_dataset_class(torch):
     import random
 
     class ImageFolderDataset(torch.utils.data.Dataset):
-        """PIL decode, random-resized-crop to 224, ImageNet normalisation: (CHW float, label)."""
+        """PIL decode, random-resized-crop to 224, ImageNet normalisation: (CHW float, label),
+        and ``annotations`` small tensors per sample beside them (a detection dataset's boxes
+        and masks; each field is one tensor of the collated batch, so one descriptor in
+        flight)."""
 
-        def __init__(self, data_dir):
+        def __init__(self, data_dir, annotations=0):
+            self.annotations = annotations
             self.items = []
             for label, folder in enumerate(sorted(
                     d for d in os.listdir(data_dir) if d.startswith('class-'))):
@@ -346,6 +372,9 @@ def make_image_dataset_class(torch):
                 crop = random_resized_crop(image.convert('RGB'), self.rng)
             pixels = torch.frombuffer(bytearray(crop.tobytes()), dtype=torch.uint8)
             tensor = pixels.view(CROP, CROP, 3).permute(2, 0, 1).float().div_(255)
+            if self.annotations:
+                boxes = torch.rand(self.annotations, 4).unbind(0)
+                return [(tensor - self.mean) / self.std, label] + list(boxes)
             return (tensor - self.mean) / self.std, label
 
     return ImageFolderDataset
@@ -410,6 +439,9 @@ def parse_args(argv):
                         help='synthetic: files of --tensors-per-sample tiny tensors (descriptor '
                              'stress); images: an ImageNet-like JPEG folder of --samples images, '
                              'decoded with PIL, random-resized-crop to 224, normalised')
+    parser.add_argument('--annotations', type=int, default=0,
+                        help='images pipeline: small tensors per sample beside image and label '
+                             '(a job of tensors_per_batch T has T - 2)')
     parser.add_argument('--plot-png', default='',
                         help='with --sweep-workers: draw images/s against num_workers here')
     parser.add_argument('--ranks', type=int, default=1,
@@ -438,7 +470,7 @@ def run(args, result):
     result['pipeline'] = args.pipeline
     if args.pipeline == 'images':
         result['dataset_built'] = build_images(args.data_dir, args.samples)
-        dataset = make_image_dataset_class(torch)(args.data_dir)
+        dataset = make_image_dataset_class(torch)(args.data_dir, args.annotations)
     else:
         result['dataset_built'] = build_dataset(args.data_dir, args.samples,
                                                 args.tensors_per_sample, args.elements)
@@ -475,6 +507,7 @@ def rank_argv(args, index):
             '--pipeline', args.pipeline]
     for flag, value in (('--samples', args.samples),
                         ('--tensors-per-sample', args.tensors_per_sample),
+                        ('--annotations', args.annotations),
                         ('--elements', args.elements), ('--num-workers', args.num_workers),
                         ('--max-workers', args.max_workers), ('--batch-size', args.batch_size),
                         ('--prefetch-factor', args.prefetch_factor),
@@ -519,7 +552,8 @@ def run_ranks(args, result):
     elapsed = time.monotonic() - started
     result['ranks'] = ranks
     result['elapsed_s'] = round(elapsed, 3)
-    for key in ('torch_version', 'sharing_strategy', 'num_workers'):
+    for key in ('torch_version', 'sharing_strategy', 'num_workers', 'pipeline',
+                'cuda_available'):
         result[key] = next((r[key] for r in ranks if key in r), None)
     result['samples'] = sum(r.get('samples', 0) for r in ranks)
     result['samples_per_s'] = round(sum(r.get('samples_per_s', 0.0) for r in ranks), 2)
@@ -529,6 +563,7 @@ def run_ranks(args, result):
     result['peak_threads'] = sampler.peak_threads
     result['peak_processes'] = sampler.peak_processes
     result['peak_shm_bytes'] = sampler.peak_shm
+    result['peak_rss_bytes'] = sampler.peak_rss
     failed = [r for r in ranks if not r.get('ok')]
     if failed:
         result['fd_exhausted'] = any(r.get('fd_exhausted') for r in failed)
@@ -629,6 +664,7 @@ def measure(torch, dataset, args, workers, result):
         result['peak_threads'] = sampler.peak_threads
         result['peak_processes'] = sampler.peak_processes
         result['peak_shm_bytes'] = sampler.peak_shm
+        result['peak_rss_bytes'] = sampler.peak_rss
         result['workers_seen'] = len(sampler.workers_seen)
     expected = len(dataset) * args.epochs
     if samples != expected:
@@ -654,6 +690,7 @@ def main(argv=None):
         'nofile_soft': limits.get('nofile', {}).get('soft'),
         'nofile_hard': limits.get('nofile', {}).get('hard'),
         'tensors_per_sample': args.tensors_per_sample,
+        'shm_size_bytes': shm_size(),
         'batch_size': args.batch_size,
         'prefetch_factor': args.prefetch_factor,
         'timeout_s': args.timeout,

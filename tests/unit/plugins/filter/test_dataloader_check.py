@@ -270,3 +270,39 @@ def test_filters_are_registered():
     for name in ('dataloader_check_parse', 'dataloader_check_parse_run', 'dataloader_check_report',
                  'dataloader_check_plot_svg'):
         assert callable(names[name])
+
+
+def test_parse_run_keeps_the_wall_time_of_the_command():
+    """issue 13: the check's cost per context is the registered command's delta."""
+    run = {'item': 'container', 'rc': 0, 'stdout': json.dumps(GOOD), 'stderr': '',
+           'delta': '0:01:02.500000'}
+    assert dc.dataloader_check_parse_run(run)['wall_s'] == 62.5
+    assert 'wall_s' not in dc.dataloader_check_parse_run(dict(run, delta='soon'))
+
+
+def test_summary_says_images_per_second_and_what_ran_out():
+    images = dict(GOOD, pipeline='images', samples_per_s=9.35, num_workers=2)
+    shm = {'ok': False, 'exhausted': 'shm', 'nofile_soft': 20000, 'nofile_hard': 20000,
+           'error': 'RuntimeError: unable to allocate shared memory(shm) for file </torch_1_2_3>: '
+                    'No space left on device (28)'}
+    report = dc.dataloader_check_report({'login': images, 'container': shm}, None, 'h', False)
+    assert 'login ok 9.35 images/s with 2 workers' in report['summary']
+    assert 'container FAILED (shm ran out) nofile 20000/20000' in report['summary']
+    assert report['problems'] == ['container: RuntimeError: unable to allocate shared memory(shm) '
+                                  'for file </torch_1_2_3>: No space left on device (28) '
+                                  '(nofile 20000/20000)']
+
+
+@pytest.mark.skipif(_torch_python() is None, reason='no torch here (set TORCH_PYTHON)')
+def test_images_pipeline_carries_the_jobs_annotation_tensors(tmp_path):
+    """A sample of the images pipeline with --annotations N is image, label and N tensors:
+    N + 2 tensors (descriptors) per collated batch; the result has RSS and /dev/shm's size."""
+    proc = subprocess.run(
+        [_torch_python(), SCRIPT, '--data-dir', str(tmp_path / 'images'), '--pipeline', 'images',
+         '--samples', '8', '--annotations', '30', '--num-workers', '1', '--batch-size', '4'],
+        capture_output=True, text=True, timeout=300, check=False)
+    record = dc.dataloader_check_parse(proc.stdout, proc.returncode, proc.stderr)
+    assert record['ok'], record['error']
+    # 2 batches of (images 4x3x224x224, labels 4, 30 boxes 4x4) float32 values
+    assert record['values_received'] == 2 * (4 * 3 * 224 * 224 + 4 + 30 * 16)
+    assert record['peak_rss_bytes'] > 0 and record['shm_size_bytes'] > 0

@@ -1,0 +1,93 @@
+"""issue 13: the DataLoader check's container context for real, with an image with python and
+torch built here without a registry (images/build-torch-image.sh, loaded by prepare.yml). The
+same job (1 rank x 2 workers, batches of four 8 MB tensors) fails at Docker's defaults (a 64 MB
+/dev/shm) with PyTorch's own shared-memory error, and passes after the limits role gave Docker
+the job's /dev/shm (default-shm-size); an image without torch is refused naming the field
+before anything runs."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.environ.get('MOLECULE_PROJECT_DIRECTORY',
+                      os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
+RESULTS = os.path.join(ROOT, 'build', 'molecule', 'pytorch', 'results')
+sys.path.insert(0, os.path.join(ROOT, 'tests'))
+from scenario_support import ansible_command  # noqa: E402
+IMAGE = 'gpufleet-torch:debian12'
+SHM_ERRORS = ('No space left on device', 'Bus error', 'insufficient shared memory')
+MB = 1024 * 1024
+
+
+def results(host, folder):
+    with open(os.path.join(RESULTS, folder, '%s.json' % host.check_output('hostname'))) as handle:
+        return json.load(handle)
+
+
+def test_the_image_has_torch_and_is_one_small_layer(host):
+    out = host.check_output('docker run --rm --pull never %s python3 -W ignore -c '
+                            '"import torch; print(torch.__version__)"', IMAGE)
+    assert out.startswith('2.13.0')
+    layers = json.loads(host.check_output(
+        "docker image inspect --format '{{json .RootFS.Layers}}' %s", IMAGE))
+    assert len(layers) == 1
+    assert int(host.check_output("docker image inspect --format '{{.Size}}' %s", IMAGE)) < 900 * MB
+
+
+def test_before_tuning_the_job_fails_in_the_container_for_want_of_shm(host):
+    run = results(host, 'container-before')['contexts']['container']
+    assert run['ok'] is False
+    assert run['exhausted'] == 'shm', run['error']
+    assert any(text in run['error'] for text in SHM_ERRORS), run['error']
+    assert run['shm_size_bytes'] == 64 * MB       # Docker's default /dev/shm
+    assert run['torch_version'].startswith('2.13.0') and run['uid'] != 0
+
+
+def test_after_tuning_the_same_job_passes_in_the_container(host):
+    data = results(host, 'container')
+    run = data['contexts']['container']
+    assert run['ok'] is True, run['error']
+    assert data['ok'] is True and data['problems'] == []
+    assert run['samples'] == 6 and run['samples_per_s'] > 0
+    # default-shm-size from the job (job_shm_size: 512M), and the job really used more than
+    # the 64 MB it had before
+    assert run['shm_size_bytes'] == 512 * MB
+    assert run['peak_shm_bytes'] > 64 * MB
+    assert run['nofile_soft'] == 16384 and run['uid'] != 0
+    assert run['wall_s'] > 0
+    assert data['job']['contexts']['container']['fits'] is True
+    config = json.loads(host.file('/etc/docker/daemon.json').content_string)
+    assert config['default-shm-size'] == '512M'
+
+
+@pytest.mark.parametrize('image, said', [
+    ('gpufleet-notorch:test', "No module named 'torch'"),
+    ('tiny:latest', 'exit status'),
+    ('gpufleet-no-such-image:none', 'is not an image on this node'),
+])
+def test_an_image_without_torch_is_refused_naming_the_field_before_anything_runs(host, image,
+                                                                                 said):
+    host.check_output('docker image inspect tiny:latest >/dev/null 2>&1 || '
+                      'docker import /opt/gpufleet/tiny-rootfs.tar tiny:latest')
+    host.check_output('docker image inspect gpufleet-notorch:test >/dev/null 2>&1 || '
+                      '{ docker run --name gpufleet-notorch %s rm -rf '
+                      '/usr/local/lib/python3.11/dist-packages/torch && '
+                      'docker commit gpufleet-notorch gpufleet-notorch:test && '
+                      'docker rm gpufleet-notorch; } >/dev/null', IMAGE)
+    before = host.check_output('docker ps -aq --no-trunc | sort')
+    cmd = ansible_command(host, ['ansible-playbook',
+                                 os.path.join(ROOT, 'molecule', 'pytorch', 'bad_image.yml'),
+                                 '-e', 'dataloader_check_container_image=' + image,
+                                 '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert 'dataloader_check_container_image: %s' % image in proc.stdout, proc.stdout[-2000:]
+    assert said in proc.stdout, proc.stdout[-2000:]
+    # nothing ran: no check user, no script, no work directory, no container left
+    assert host.run('getent passwd gpufleet-badimage').rc == 2
+    assert not host.file('/usr/local/libexec/gpufleet-badimage').exists
+    assert not host.file('/var/lib/gpufleet-badimage').exists
+    assert host.check_output('docker ps -aq --no-trunc | sort') == before
