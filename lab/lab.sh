@@ -67,6 +67,11 @@ up() {
     echo "(too many nodes for fs.inotify.max_user_instances? scripts/bootstrap-host.sh raises it)" >&2
     exit 1
   fi
+  # Wait until each node's boot is over: systemd-tmpfiles empties /tmp at boot, and a play that
+  # starts before it loses Ansible's temporary files (seen under load). `degraded` is fine here.
+  for name in $(names); do
+    timeout 120 docker exec "$name" systemctl is-system-running --wait >/dev/null 2>&1 || true
+  done
   if [ "$ssh" = 1 ]; then ssh_setup; fi
   ANSIBLE_FORKS=${ANSIBLE_FORKS:-$nodes} ansible-playbook -i "$inventory" "$root/lab/prepare.yml"
   echo "lab up: $(names | tr '\n' ' ')(inventory: $inventory)"
