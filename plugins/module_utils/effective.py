@@ -16,6 +16,7 @@ __metaclass__ = type
 import os
 import pwd
 import shlex
+from concurrent import futures
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
@@ -208,10 +209,34 @@ class Prober(object):
         return self.pid_limits(pid, unit_context(unit))
 
 
+def outcome_of(call):
+    """``call()``'s value, or the ProbeError it raised (any other error propagates)."""
+    try:
+        return call()
+    except ProbeError as exc:
+        return exc
+
+
+def run_probes(calls, parallel=True):
+    """The outcome of each probe of ``calls`` (outcome_of), in their order.
+
+    In parallel, each probe runs in its own thread: the probes are commands (a login session,
+    a transient service, a user service, a container) that wait on other processes, so their
+    times overlap and a call costs about its slowest probe instead of their sum. The results
+    are the same as one after another: each probe starts its own new process and reads its
+    limits, and the outcomes are reported in the same order."""
+    if not parallel or len(calls) < 2:
+        return [outcome_of(call) for call in calls]
+    with futures.ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        running = [pool.submit(outcome_of, call) for call in calls]
+        return [done.result() for done in running]
+
+
 def probe(host, params):
     """effective_limits' result: probes each context in a new process. ``host``: the
     AnsibleModule (run_command, get_bin_path). params: contexts, user, docker_image,
-    podman_image, run_options, units, expect, baseline, timeout."""
+    podman_image, run_options, units, expect, baseline, timeout and parallel (run the probes
+    at the same time; default true)."""
     result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
                   ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
     for record in registry.REGISTRY:
@@ -249,15 +274,15 @@ def probe(host, params):
         command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
         plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
 
-    for context, command, probe in plan:
+    outcomes = run_probes([probe for _context, _command, probe in plan],
+                          params.get('parallel', True))
+    for (context, command, _probe), outcome in zip(plan, outcomes):
         entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
-        try:
-            limits = probe()
-        except ProbeError as exc:
-            result['errors'].append(dict(context=context, msg=str(exc), kind=exc.kind))
+        if isinstance(outcome, ProbeError):
+            result['errors'].append(dict(context=context, msg=str(outcome), kind=outcome.kind))
         else:
-            observed[context] = limits
-            entry['limits'] = public_limits(limits)
+            observed[context] = outcome
+            entry['limits'] = public_limits(outcome)
         result['contexts'][context] = entry
 
     if expected is not None:
