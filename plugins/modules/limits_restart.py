@@ -19,7 +19,7 @@ description:
   - O(reexec) runs C(systemctl daemon-reexec); O(daemon_reload) C(systemctl daemon-reload).
   - Each unit of O(units), then dockerd when O(docker) is set, is restarted and must be active
     O(settle) seconds later (a C(Type=simple) unit such as C(slurmd.service) can report a good
-    restart and then die on its new limits). The first one that fails stops the run: the
+    restart and then die on its new limits). The first one that fails stops the run; the
     module returns it in RV(failed_unit) with systemctl's error and the unit's last journal
     lines, restarts nothing after it and does not fail, so that the caller puts the previous
     files back and starts the unit with them (the limits role does, then fails the host with

@@ -14,7 +14,7 @@ short_description: Write report files on the controller without starting a modul
 version_added: 0.1.0
 description:
   - Writes each file of O(files) into O(dir) on the B(controller), creating O(dir) when it is
-    missing. An action plugin: it runs in the controller's own process, so a fleet report
+    missing. An action plugin, it runs in the controller's own process, so a fleet report
     costs no module run (M(ansible.builtin.file) and M(ansible.builtin.copy) start a Python
     process for each call, two for a copy).
   - A file whose content is already O(files)' is left alone (idempotent); a changed file is
