@@ -66,7 +66,7 @@ options:
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
 notes:
-  - Not idempotent by design, like M(ansible.builtin.systemd_service) with C(state=restarted):
+  - Not idempotent by design, like M(ansible.builtin.systemd_service) with C(state=restarted);
     every call restarts what it is given. Call it only when a restart is owed (the limits role
     calls it from its handler only after a change or an owed restart).
   - Check mode restarts nothing and reports C(changed) when there is anything to do; diff mode
