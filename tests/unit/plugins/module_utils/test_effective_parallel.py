@@ -68,3 +68,38 @@ def test_module_parallel_and_serial_results_are_identical(tmp_path):
         result.pop('invocation', None)
     assert parallel == serial
     assert list(parallel['contexts']) == ['login', 'service', 'unit:gpufleet-no-such-unit.service']
+
+
+class Host(object):
+    """What Prober needs of the AnsibleModule: get_bin_path (real lookups on PATH)."""
+
+    @staticmethod
+    def get_bin_path(name):
+        for directory in os.environ.get('PATH', '').split(os.pathsep):
+            path = os.path.join(directory, name)
+            if os.access(path, os.X_OK):
+                return path
+        return None
+
+
+def test_execute_reads_output_written_after_a_second_by_a_grandchild():
+    # The output comes late and from a grandchild (as a login shell's cat does): all of it is
+    # read, in the C locale, with stdin from /dev/null.
+    prober = effective.Prober(Host(), timeout=10, grace=5)
+    rc, out, err = prober.execute(['sh', '-c', '(sleep 1.2; echo "late $LC_ALL"; cat) & wait'])
+    assert (rc, out, err) == (0, 'late C\n', '')
+
+
+def test_execute_gives_up_on_output_a_left_process_keeps_open():
+    prober = effective.Prober(Host(), timeout=0, grace=1)
+    rc, out, err = prober.execute(['sh', '-c', 'echo early; sleep 3 &'])
+    assert rc == 124 and 'still open 1 s after the start' in err
+
+
+def test_run_reports_a_missing_command_and_a_failure():
+    prober = effective.Prober(Host(), timeout=10)
+    with pytest.raises(effective.ProbeError, match='no-such-probe-command is not installed'):
+        prober.run(['no-such-probe-command'])
+    with pytest.raises(effective.ProbeError, match=r"sh -c 'echo bad >&2; exit 3' failed "
+                                                   r"\(rc 3\): bad"):
+        prober.run(['sh', '-c', 'echo bad >&2; exit 3'])
