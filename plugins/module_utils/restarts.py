@@ -36,7 +36,8 @@ class RestartError(errors.Error):
 
 def steps(params):
     """The planned steps, in order: (kind, unit) with kind one of reexec, daemon_reload,
-    unit (a checked restart), user_manager, docker (a checked restart of dockerd) and
+    unit (a checked restart), user_managers (every user manager in one restart; ``unit`` is
+    their names separated by spaces), docker (a checked restart of dockerd) and
     docker_wait."""
     planned = []
     if params.get('reexec'):
@@ -44,7 +45,10 @@ def steps(params):
     if params.get('daemon_reload'):
         planned.append(('daemon_reload', None))
     planned.extend(('unit', unit) for unit in params.get('units') or [])
-    planned.extend(('user_manager', unit) for unit in params.get('user_managers') or [])
+    managers = list(params.get('user_managers') or [])
+    if managers:
+        # one systemctl call: systemd runs the restart jobs at the same time
+        planned.append(('user_managers', ' '.join(managers)))
     if params.get('docker'):
         planned.extend([('docker', DOCKER_UNIT), ('docker_wait', DOCKER_UNIT)])
     return planned
@@ -120,8 +124,8 @@ class Restarter(object):
                 self.systemctl('daemon-reexec')
             elif kind == 'daemon_reload':
                 self.systemctl('daemon-reload')
-            elif kind == 'user_manager':
-                self.systemctl('restart', unit)
+            elif kind == 'user_managers':
+                self.systemctl('restart', *unit.split())
             elif kind == 'docker_wait':
                 result['docker_version'] = self.wait_for_docker()
             else:

@@ -24,8 +24,8 @@ description:
     lines, restarts nothing after it and does not fail, so that the caller puts the previous
     files back and starts the unit with them (the limits role does, then fails the host with
     both outcomes).
-  - Each unit of O(user_managers) (C(user@UID.service)) is restarted; a failure fails the
-    module.
+  - The units of O(user_managers) (C(user@UID.service)) are restarted by one C(systemctl
+    restart) (systemd runs the jobs at the same time); a failure fails the module.
   - With O(docker), waits up to O(docker_wait) seconds for dockerd to answer C(docker info)
     after its restart; no answer fails the module.
   - A failed re-exec or reload fails the module before any restart.
@@ -103,8 +103,8 @@ done:
   returned: always
   type: list
   elements: str
-  sample: [systemctl daemon-reexec, restart user@1001.service, restart docker.service,
-           wait for dockerd to answer]
+  sample: [systemctl daemon-reexec, restart user@0.service user@1001.service,
+           restart docker.service, wait for dockerd to answer]
 failed_unit:
   description:
     - The unit whose restart failed (nothing after it was done), or C({}).

@@ -38,7 +38,7 @@ PARAMS = dict(reexec=True, daemon_reload=True, units=['slurmd.service'],
 def test_steps_in_the_roles_order():
     assert restarts.steps(PARAMS) == [
         ('reexec', None), ('daemon_reload', None), ('unit', 'slurmd.service'),
-        ('user_manager', 'user@0.service'), ('user_manager', 'user@1001.service'),
+        ('user_managers', 'user@0.service user@1001.service'),
         ('docker', 'docker.service'), ('docker_wait', 'docker.service')]
     assert restarts.steps(dict(units=[], docker=False)) == []
 
@@ -48,12 +48,13 @@ def test_everything_done_in_order():
     result = restarter(host).run(restarts.steps(PARAMS))
     assert result == dict(failed_unit={}, docker_version='20.10.24', done=[
         'systemctl daemon-reexec', 'systemctl daemon-reload', 'restart slurmd.service',
-        'restart user@0.service', 'restart user@1001.service', 'restart docker.service',
+        'restart user@0.service user@1001.service', 'restart docker.service',
         'wait for dockerd to answer'])
     actions = [c for c in host.calls if not c.startswith('systemctl show')]
     assert actions == ['systemctl daemon-reexec', 'systemctl daemon-reload',
-                       'systemctl restart slurmd.service', 'systemctl restart user@0.service',
-                       'systemctl restart user@1001.service', 'systemctl restart docker.service',
+                       'systemctl restart slurmd.service',
+                       'systemctl restart user@0.service user@1001.service',
+                       'systemctl restart docker.service',
                        'docker info --format {{.ServerVersion}}',
                        'docker info --format {{.ServerVersion}}']
 
@@ -82,11 +83,13 @@ def test_a_failed_systemctl_restart_names_its_exit_and_error():
 
 
 def test_failures_the_role_cannot_repair_raise():
-    host = Host({('systemctl', 'restart', 'user@1001.service'): [(5, '', 'no such unit')]})
+    host = Host({('systemctl', 'restart', 'user@0.service'): [(5, '', 'no such unit')]})
     worker = restarter(host)
-    with pytest.raises(restarts.RestartError, match=r'systemctl restart user@1001.service '
-                                                    r'failed \(exit 5\): no such unit'):
-        worker.run(restarts.steps(dict(user_managers=['user@1001.service'], docker=True)))
+    with pytest.raises(restarts.RestartError, match=r'systemctl restart user@0.service '
+                                                    r'user@1001.service failed \(exit 5\): '
+                                                    r'no such unit'):
+        worker.run(restarts.steps(dict(user_managers=['user@0.service', 'user@1001.service'],
+                                       docker=True)))
     assert worker.result['done'] == []
     host = Host({('docker', 'info'): [(1, '', 'Cannot connect to the Docker daemon')]})
     with pytest.raises(restarts.RestartError, match='dockerd did not answer within 3 s'):
