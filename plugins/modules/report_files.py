@@ -40,17 +40,9 @@ attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
-    details: Runs on the controller only; the host of the task is not contacted.
+    details: Runs on the controller only, in its own process; the host of the task is not contacted.
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
 '''
 
 EXAMPLES = r'''
