@@ -95,8 +95,8 @@ class Restarter(object):
         if rc != 0:
             error = 'systemctl restart failed (exit %d): %s' % (rc, ' '.join((err + out).split()))
         else:
-            error = 'not active after %s s: ActiveState %s, Result %s' % (self.settle, state,
-                                                                         result)
+            error = 'not active after %s s: ActiveState %s, Result %s' % (
+                self.settle, state, result)
         _rc, journal, _err = self.command(['journalctl', '-u', unit, '-n', '3', '--no-pager',
                                            '-o', 'cat'])
         return dict(unit=unit, error=error,

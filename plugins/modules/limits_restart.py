@@ -142,8 +142,8 @@ def main():
     planned = restarts.steps(module.params)
     result = dict(changed=bool(planned), done=[], failed_unit={}, docker_version=None)
     if module._diff:
-        result['diff'] = dict(before='', after=''.join('%s\n' % restarts.describe(step)
-                                                      for step in planned))
+        steps_text = ''.join('%s\n' % restarts.describe(step) for step in planned)
+        result['diff'] = dict(before='', after=steps_text)
     if module.check_mode or not planned:
         module.exit_json(**result)
     restarter = restarts.Restarter(module, settle=module.params['settle'],
