@@ -5,9 +5,14 @@ import json
 import os
 import stat
 import subprocess
+import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 COLLECTIONS = os.path.join(ROOT, 'build', 'collections')
+# the ansible-playbook of the Python running the tests (its venv), else the one on PATH
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+if not os.path.exists(PLAYBOOK_BIN):
+    PLAYBOOK_BIN = 'ansible-playbook'
 
 PLAY = '''- hosts: localhost
   gather_facts: false
@@ -29,7 +34,7 @@ def play(tmp_path, directory, files, *options):
     path.write_text(PLAY % dict(dir=json.dumps(str(directory)), files=json.dumps(files)))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR='1',
                ANSIBLE_STDOUT_CALLBACK='default', ANSIBLE_LOCALHOST_WARNING='0')
-    proc = subprocess.run(['ansible-playbook', '-i', 'localhost,', str(path)] + list(options),
+    proc = subprocess.run([PLAYBOOK_BIN, '-i', 'localhost,', str(path)] + list(options),
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False, timeout=120)
     result = None
