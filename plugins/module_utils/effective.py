@@ -16,6 +16,8 @@ __metaclass__ = type
 import os
 import pwd
 import shlex
+import subprocess
+from concurrent import futures
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
@@ -146,10 +148,51 @@ class ProbeError(errors.Error):
 
 
 class Prober(object):
-    def __init__(self, module, timeout=60):
+    def __init__(self, module, timeout=60, grace=30):
         self.module = module
         self.timeout = timeout
+        # seconds past ``timeout`` (which `timeout` enforces on the command itself) that a
+        # process the command left may keep its output open
+        self.grace = grace
         self.timeout_bin = module.get_bin_path('timeout')
+
+    def execute(self, args):
+        """(rc, stdout, stderr) of ``args`` in the C locale, stdin from /dev/null.
+
+        Not AnsibleModule.run_command: its read loop ends when a 1 s select() finds nothing and
+        the process has exited by the poll() after it, dropping output written in between (a
+        login probe then "printed no limits" with exit 0); with probes in threads under load
+        that window is wide enough to be hit. communicate() reads every pipe to its end (a
+        process left holding them past the timeout is killed and reported)."""
+        env = dict(os.environ)
+        if 'PYTHONPATH' in env:
+            # the module's own paths (AnsiballZ), as run_command strips them
+            kept = [entry for entry in env['PYTHONPATH'].split(':') if entry and not
+                    entry.endswith(('/ansible_modlib.zip', '/debug_dir'))]
+            if kept:
+                env['PYTHONPATH'] = ':'.join(kept)
+            else:
+                del env['PYTHONPATH']
+        env.update(commands.c_env())
+        try:
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, close_fds=True)
+        except OSError as exc:
+            return 127, '', '%s: %s' % (args[0], exc.strerror or exc)
+        try:
+            out, err = proc.communicate(timeout=self.timeout + self.grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            try:
+                out, err = proc.communicate(timeout=1)
+            except subprocess.TimeoutExpired:
+                out, err = b'', b''
+            proc.stdout.close()
+            proc.stderr.close()
+            return (124, out.decode('utf-8', 'replace'),
+                    'its output was still open %d s after the start (a process it left holds '
+                    'it); killed' % (self.timeout + self.grace))
+        return proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
 
     def run(self, command):
         """stdout of ``command``; ProbeError with its output when it fails."""
@@ -159,7 +202,7 @@ class Prober(object):
         binary = self.module.get_bin_path(command[0])
         if not binary:
             raise ProbeError('%s is not installed' % command[0])
-        rc, out, err = self.module.run_command(full, environ_update=commands.c_env())
+        rc, out, err = self.execute(full)
         if rc != 0:
             raise ProbeError('%s failed (rc %d): %s' % (' '.join(shlex.quote(c) for c in command),
                                                         rc, (err or out).strip()[:500]))
@@ -199,7 +242,7 @@ class Prober(object):
                 raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
             return self.pid_limits(pid, 'user_manager')
         finally:
-            self.module.run_command(stop, environ_update=commands.c_env())
+            self.execute(stop)
 
     def unit(self, unit):
         pid = self.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
@@ -208,10 +251,34 @@ class Prober(object):
         return self.pid_limits(pid, unit_context(unit))
 
 
+def outcome_of(call):
+    """``call()``'s value, or the ProbeError it raised (any other error propagates)."""
+    try:
+        return call()
+    except ProbeError as exc:
+        return exc
+
+
+def run_probes(calls, parallel=True):
+    """The outcome of each probe of ``calls`` (outcome_of), in their order.
+
+    In parallel, each probe runs in its own thread: the probes are commands (a login session,
+    a transient service, a user service, a container) that wait on other processes, so their
+    times overlap and a call costs about its slowest probe instead of their sum. The results
+    are the same as one after another: each probe starts its own new process and reads its
+    limits, and the outcomes are reported in the same order."""
+    if not parallel or len(calls) < 2:
+        return [outcome_of(call) for call in calls]
+    with futures.ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        running = [pool.submit(outcome_of, call) for call in calls]
+        return [done.result() for done in running]
+
+
 def probe(host, params):
     """effective_limits' result: probes each context in a new process. ``host``: the
     AnsibleModule (run_command, get_bin_path). params: contexts, user, docker_image,
-    podman_image, run_options, units, expect, baseline, timeout."""
+    podman_image, run_options, units, expect, baseline, timeout and parallel (run the probes
+    at the same time; default true)."""
     result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
                   ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
     for record in registry.REGISTRY:
@@ -249,15 +316,15 @@ def probe(host, params):
         command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
         plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
 
-    for context, command, probe in plan:
+    outcomes = run_probes([probe for _context, _command, probe in plan],
+                          params.get('parallel', True))
+    for (context, command, _probe), outcome in zip(plan, outcomes):
         entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
-        try:
-            limits = probe()
-        except ProbeError as exc:
-            result['errors'].append(dict(context=context, msg=str(exc), kind=exc.kind))
+        if isinstance(outcome, ProbeError):
+            result['errors'].append(dict(context=context, msg=str(outcome), kind=outcome.kind))
         else:
-            observed[context] = limits
-            entry['limits'] = public_limits(limits)
+            observed[context] = outcome
+            entry['limits'] = public_limits(outcome)
         result['contexts'][context] = entry
 
     if expected is not None:

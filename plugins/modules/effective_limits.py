@@ -100,6 +100,13 @@ options:
     description: Seconds each probe may run.
     type: int
     default: 60
+  parallel:
+    description:
+      - Run the probes at the same time (one thread each, every probe a new process of its
+        own), so that the call takes about as long as its slowest probe. C(false) runs them one
+        after another; the results are the same.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - gpufleet.tuning.attributes.INFO
 notes:
@@ -202,6 +209,7 @@ def main():
             expect=dict(type='dict'),
             baseline=dict(type='dict'),
             timeout=dict(type='int', default=60),
+            parallel=dict(type='bool', default=True),
         ),
         required_if=[('contexts', context.probe, (context.image_option,))
                      for context in registry.REGISTRY if context.image_option],

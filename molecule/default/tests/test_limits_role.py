@@ -68,6 +68,27 @@ def test_effective_limits_module_sees_no_gap(host):
                                'sides': ['soft', 'hard']}]
 
 
+def test_effective_limits_parallel_probes_match_serial_ones(host):
+    """The probes of every context at the same time (the default) give what they give one
+    after another: the same contexts in the same order, the same limits, no error."""
+    args = {'user': USER, 'contexts': ['login', 'service', 'user_manager', 'docker'],
+            'docker_image': 'tiny:latest', 'units': ['docker.service'],
+            'expect': {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}}
+    results = []
+    for parallel in (False, True):
+        ok, result, out = run_module(host, 'gpufleet.tuning.effective_limits',
+                                     dict(args, parallel=parallel))
+        assert ok, out
+        for key in ('invocation', 'output'):
+            result.pop(key, None)
+        results.append(result)
+    serial, parallel = results
+    assert serial['errors'] == [] and serial['gaps'] == []
+    assert sorted(parallel['contexts']) == sorted(serial['contexts']) == [
+        'docker', 'login', 'service', 'unit:docker.service', 'user_manager']
+    assert parallel == serial
+
+
 def test_tune_playbook_check_diff_changes_nothing(host):
     """tune_gpu_nodes.yml --check --diff with another profile: reports changes, writes none."""
     before = checksums(host, FILES)

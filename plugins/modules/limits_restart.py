@@ -1,0 +1,160 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: limits_restart
+short_description: Do the restarts a limits change owes, with their checks, in one call
+version_added: 0.1.0
+description:
+  - Does, in this order, the restarts that RV(gpufleet.tuning.limits_profile#module:actions)
+    asks for, so that new processes get the profile; the limits role calls it once per host
+    after a change (with the restarts its restart policy defers left out).
+  - O(reexec) runs C(systemctl daemon-reexec); O(daemon_reload) C(systemctl daemon-reload).
+  - Each unit of O(units), then dockerd when O(docker) is set, is restarted and must be active
+    O(settle) seconds later (a C(Type=simple) unit such as C(slurmd.service) can report a good
+    restart and then die on its new limits). The first one that fails stops the run; the
+    module returns it in RV(failed_unit) with systemctl's error and the unit's last journal
+    lines, restarts nothing after it and does not fail, so that the caller puts the previous
+    files back and starts the unit with them (the limits role does, then fails the host with
+    both outcomes).
+  - The units of O(user_managers) (C(user@UID.service)) are restarted by one C(systemctl
+    restart) (systemd runs the jobs at the same time); a failure fails the module.
+  - With O(docker), waits up to O(docker_wait) seconds for dockerd to answer C(docker info)
+    after its restart; no answer fails the module.
+  - A failed re-exec or reload fails the module before any restart.
+author:
+  - gpufleet.tuning contributors (@gpufleet)
+options:
+  reexec:
+    description: Re-execute the system manager first (new services get the new defaults).
+    type: bool
+    default: false
+  daemon_reload:
+    description: Reload unit files (after their drop-ins changed).
+    type: bool
+    default: false
+  units:
+    description: Units to restart, each checked to be active O(settle) seconds later.
+    type: list
+    elements: str
+    default: []
+  user_managers:
+    description: User managers (C(user@UID.service)) to restart.
+    type: list
+    elements: str
+    default: []
+  docker:
+    description: Restart C(docker.service) last (checked like O(units)) and wait for dockerd
+      to answer.
+    type: bool
+    default: false
+  settle:
+    description: Seconds a restarted unit must stay active before its restart counts.
+    type: int
+    default: 2
+  docker_wait:
+    description: Seconds to wait for dockerd to answer after its restart.
+    type: int
+    default: 60
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
+notes:
+  - Not idempotent by design, like M(ansible.builtin.systemd_service) with C(state=restarted);
+    every call restarts what it is given. Call it only when a restart is owed (the limits role
+    calls it from its handler only after a change or an owed restart).
+  - Check mode restarts nothing and reports C(changed) when there is anything to do; diff mode
+    lists the steps.
+seealso:
+  - module: gpufleet.tuning.limits_profile
+  - module: gpufleet.tuning.effective_limits
+'''
+
+EXAMPLES = r'''
+- name: Apply the profile
+  gpufleet.tuning.limits_profile:
+    profile: {nofile: 65536, nproc: 32768, memlock: unlimited}
+  register: limits
+
+- name: Restart what the change owes (dockerd only when the restart policy allows it now)
+  gpufleet.tuning.limits_restart:
+    reexec: "{{ limits.actions.reexec }}"
+    daemon_reload: "{{ limits.actions.daemon_reload }}"
+    units: "{{ limits.actions.units | reject('in', limits.actions.deferred | map(attribute='unit')) }}"
+    user_managers: "{{ limits.actions.user_managers | reject('in', limits.actions.deferred | map(attribute='unit')) }}"
+    docker: "{{ limits.actions.docker and 'docker.service' not in limits.actions.deferred | map(attribute='unit') }}"
+  register: restarts
+
+- name: Fail when a unit did not survive its restart (put the previous files back first)
+  ansible.builtin.fail:
+    msg: "{{ restarts.failed_unit.unit }}: {{ restarts.failed_unit.error }}"
+  when: restarts.failed_unit
+'''
+
+RETURN = r'''
+done:
+  description: The steps done, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [systemctl daemon-reexec, restart user@0.service user@1001.service,
+           restart docker.service, wait for dockerd to answer]
+failed_unit:
+  description:
+    - The unit whose restart failed (nothing after it was done), or C({}).
+    - C(unit), C(error) (C(systemctl restart failed (exit N) ...) or C(not active after N s
+      ActiveState ..., Result ...)) and C(journal) (its last 3 journal lines).
+  returned: always
+  type: dict
+  sample: {unit: slurmd.service, error: "not active after 2 s: ActiveState failed, Result signal",
+           journal: ["slurmd.service: Main process exited, code=killed, status=25/XFSZ"]}
+docker_version:
+  description: dockerd's version as it answered after its restart (null without O(docker)).
+  returned: always
+  type: str
+  sample: 20.10.24+dfsg1
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            reexec=dict(type='bool', default=False),
+            daemon_reload=dict(type='bool', default=False),
+            units=dict(type='list', elements='str', default=[]),
+            user_managers=dict(type='list', elements='str', default=[]),
+            docker=dict(type='bool', default=False),
+            settle=dict(type='int', default=2),
+            docker_wait=dict(type='int', default=60),
+        ),
+        supports_check_mode=True,
+    )
+    planned = restarts.steps(module.params)
+    result = dict(changed=bool(planned), done=[], failed_unit={}, docker_version=None)
+    if module._diff:
+        steps_text = ''.join('%s\n' % restarts.describe(step) for step in planned)
+        result['diff'] = dict(before='', after=steps_text)
+    if module.check_mode or not planned:
+        module.exit_json(**result)
+    restarter = restarts.Restarter(module, settle=module.params['settle'],
+                                   docker_wait=module.params['docker_wait'])
+    try:
+        result.update(restarter.run(planned))
+    except restarts.RestartError as exc:
+        result.update(restarter.result)
+        module.fail_json(msg=exc.msg, **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

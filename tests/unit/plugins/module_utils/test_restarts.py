@@ -1,0 +1,96 @@
+"""plugins/module_utils/restarts.py: the order of the owed restarts, the check after a unit
+restart, the stop at the first failed unit and the wait for dockerd, against a recorded
+command runner (the Molecule scenarios run them on real systemd and dockerd)."""
+import pytest
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
+
+
+class Host(object):
+    """Answers commands from a table: (argv tuple prefix) -> list of (rc, out, err) to give in
+    turn (the last one repeats); records every command."""
+
+    def __init__(self, answers=None):
+        self.answers = dict(answers or {})
+        self.calls = []
+
+    def run_command(self, args, environ_update=None):
+        assert environ_update['LC_ALL'] == 'C'
+        self.calls.append(' '.join(args))
+        for prefix, replies in self.answers.items():
+            if tuple(args[:len(prefix)]) == prefix:
+                return replies.pop(0) if len(replies) > 1 else replies[0]
+        if args[:3] == ['systemctl', 'show', '-p']:
+            return 0, dict(ActiveState='active', Result='success')[args[3]] + '\n', ''
+        return 0, '', ''
+
+
+def restarter(host):
+    clock = iter(range(0, 1000))
+    return restarts.Restarter(host, settle=2, docker_wait=3, sleep=lambda s: None,
+                              clock=lambda: next(clock))
+
+
+PARAMS = dict(reexec=True, daemon_reload=True, units=['slurmd.service'],
+              user_managers=['user@0.service', 'user@1001.service'], docker=True)
+
+
+def test_steps_in_the_roles_order():
+    assert restarts.steps(PARAMS) == [
+        ('reexec', None), ('daemon_reload', None), ('unit', 'slurmd.service'),
+        ('user_managers', 'user@0.service user@1001.service'),
+        ('docker', 'docker.service'), ('docker_wait', 'docker.service')]
+    assert restarts.steps(dict(units=[], docker=False)) == []
+
+
+def test_everything_done_in_order():
+    host = Host({('docker', 'info'): [(1, '', 'Cannot connect'), (0, '20.10.24\n', '')]})
+    result = restarter(host).run(restarts.steps(PARAMS))
+    assert result == dict(failed_unit={}, docker_version='20.10.24', done=[
+        'systemctl daemon-reexec', 'systemctl daemon-reload', 'restart slurmd.service',
+        'restart user@0.service user@1001.service', 'restart docker.service',
+        'wait for dockerd to answer'])
+    actions = [c for c in host.calls if not c.startswith('systemctl show')]
+    assert actions == ['systemctl daemon-reexec', 'systemctl daemon-reload',
+                       'systemctl restart slurmd.service',
+                       'systemctl restart user@0.service user@1001.service',
+                       'systemctl restart docker.service',
+                       'docker info --format {{.ServerVersion}}',
+                       'docker info --format {{.ServerVersion}}']
+
+
+def test_a_unit_that_dies_after_its_restart_stops_the_run():
+    host = Host({('systemctl', 'show', '-p', 'ActiveState', '--value', 'slurmd.service'):
+                 [(0, 'failed\n', '')],
+                 ('systemctl', 'show', '-p', 'Result', '--value', 'slurmd.service'):
+                 [(0, 'signal\n', '')],
+                 ('journalctl',): [(0, 'a\nslurmd.service: status=25/XFSZ\n\n', '')]})
+    result = restarter(host).run(restarts.steps(PARAMS))
+    assert result['failed_unit'] == dict(
+        unit='slurmd.service', error='not active after 2 s: ActiveState failed, Result signal',
+        journal=['a', 'slurmd.service: status=25/XFSZ'])
+    assert result['done'] == ['systemctl daemon-reexec', 'systemctl daemon-reload']
+    assert not [c for c in host.calls if 'user@' in c or 'docker' in c]
+
+
+def test_a_failed_systemctl_restart_names_its_exit_and_error():
+    host = Host({('systemctl', 'restart', 'docker.service'):
+                 [(1, '', 'Job for docker.service failed.\nSee "journalctl -xe".\n')]})
+    result = restarter(host).run(restarts.steps(dict(docker=True)))
+    assert result['failed_unit']['error'] == (
+        'systemctl restart failed (exit 1): Job for docker.service failed. See "journalctl -xe".')
+    assert not [c for c in host.calls if c.startswith('docker info')]
+
+
+def test_failures_the_role_cannot_repair_raise():
+    host = Host({('systemctl', 'restart', 'user@0.service'): [(5, '', 'no such unit')]})
+    worker = restarter(host)
+    with pytest.raises(restarts.RestartError, match=r'systemctl restart user@0.service '
+                                                    r'user@1001.service failed \(exit 5\): '
+                                                    r'no such unit'):
+        worker.run(restarts.steps(dict(user_managers=['user@0.service', 'user@1001.service'],
+                                       docker=True)))
+    assert worker.result['done'] == []
+    host = Host({('docker', 'info'): [(1, '', 'Cannot connect to the Docker daemon')]})
+    with pytest.raises(restarts.RestartError, match='dockerd did not answer within 3 s'):
+        restarter(host).run(restarts.steps(dict(docker=True)))

@@ -1,0 +1,46 @@
+"""plugins/modules/limits_restart.py run as Ansible runs it, on this machine: check mode and
+diff mode plan the steps and restart nothing, nothing to do is no change, bad input is refused
+by the argument spec. (The restarts themselves run on real systemd and dockerd in Molecule.)"""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+COLLECTIONS = os.path.join(ROOT, 'build', 'collections')
+
+
+def run_module(tmp_path, args, check=False, diff=False):
+    argsfile = tmp_path / 'args.json'
+    argsfile.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': dict(
+        args, _ansible_check_mode=check, _ansible_diff=diff)}))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'plugins', 'modules',
+                                                        'limits_restart.py'), str(argsfile)],
+                          env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=60)
+    start = proc.stdout.find('{')
+    assert start >= 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout[start:])
+
+
+def test_check_mode_plans_every_step_in_order_and_restarts_nothing(tmp_path):
+    result = run_module(tmp_path, dict(reexec=True, units=['slurmd'],
+                                       user_managers=['user@0.service', 'user@1001.service'],
+                                       docker=True), check=True, diff=True)
+    assert result['changed'] is True
+    assert result['done'] == [] and result['failed_unit'] == {}
+    assert result['diff'] == {'before': '', 'after': (
+        'systemctl daemon-reexec\nrestart slurmd\nrestart user@0.service user@1001.service\n'
+        'restart docker.service\nwait for dockerd to answer\n')}
+
+
+def test_nothing_to_do_is_no_change(tmp_path):
+    result = run_module(tmp_path, {})
+    assert result['changed'] is False and result['done'] == []
+    assert result.get('failed') is not True
+
+
+def test_bad_input_is_refused(tmp_path):
+    result = run_module(tmp_path, dict(settle='soon'))
+    assert result['failed'] is True and 'settle' in result['msg']
