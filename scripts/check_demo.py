@@ -11,6 +11,7 @@ with open(os.path.join(lab, 'after', 'limits-audit.json')) as handle:
     after = json.load(handle)['hosts']
 problems = []
 slurm_nodes = 0
+slurm_hosts = []
 k8s_nodes = 0
 if len(after) < 3:
     problems.append('expected 3 lab nodes, the audit saw %d' % len(after))
@@ -28,6 +29,7 @@ for host in sorted(after):
     if 'slurm_job' in contexts:
         # the Slurm node (LAB_SLURM_NODES): a job from a default login got less before, not after
         slurm_nodes += 1
+        slurm_hosts.append(host)
         if not [g for g in before[host].get('gaps', []) if g['context'] == 'slurm_job']:
             problems.append('%s: no slurm_job gap before tuning' % host)
     if 'k8s_pod' in contexts:
@@ -69,7 +71,7 @@ with open(os.path.join(lab, 'before', 'limits-audit.md')) as handle:
 # The training job on the job node (issue 13, lab/demo_job.sh): before, it failed in the login,
 # service and container contexts with the real error; after, it ran with images/s above 0.
 import check_demo_job  # noqa: E402 pylint: disable=wrong-import-position
-job_problems, job_line = check_demo_job.check(lab)
+job_problems, job_line = check_demo_job.check(lab, slurm_hosts)
 problems += job_problems
 if problems:
     print('demo check failed:\n  ' + '\n  '.join(problems))

@@ -1,7 +1,8 @@
 """Check what `make demo`'s training job left in build/lab (lab/demo_job.sh): before tuning the
-job of lab/demo_job.yml failed in the login, service and container contexts with the real
-error (descriptors at soft nofile 1024; Docker's 64 MB /dev/shm), after tuning it ran in every
-context with images/s above 0 and fitted the job's predicted demand.
+job of lab/demo_job.yml failed in the login, service and container contexts (and as a Slurm
+job where the job node runs Slurm) with the real error (descriptors at soft nofile 1024; Docker's
+64 MB /dev/shm), after tuning it ran in every context with images/s above 0 and fitted the job's
+predicted demand.
 
     python3 scripts/check_demo_job.py [LAB_DIR]     (also called by scripts/check_demo.py)
 """
@@ -25,14 +26,16 @@ def load(lab, phase):
         return json.load(handle), []
 
 
-def check(lab):
-    """Problems (a list of strings) and one summary line."""
+def check(lab, slurm_hosts=()):
+    """Problems (a list of strings) and one summary line. `slurm_hosts`: the lab nodes that run
+    Slurm; on one of them the job ran as a Slurm job (slurm_job) too (lab/demo_job.yml)."""
     before, problems = load(lab, 'job-before')
     after, more = load(lab, 'job-after')
     problems += more
     if problems:
         return problems, ''
-    for name in CONTEXTS:
+    contexts = CONTEXTS + (('slurm_job',) if after.get('host') in slurm_hosts else ())
+    for name in contexts:
         run = before['contexts'].get(name)
         if run is None:
             problems.append('before: context %s did not run' % name)
@@ -53,7 +56,7 @@ def check(lab):
     if not (before.get('canary') or {}).get('fd_exhausted'):
         problems.append('before: the descriptor canary did not run out of descriptors')
     rates = []
-    for name in CONTEXTS:
+    for name in contexts:
         run = after['contexts'].get(name) or {}
         if not run.get('ok'):
             problems.append('after: the job failed in %s: %s' % (name, run.get('error', '')[-300:]))
@@ -68,7 +71,7 @@ def check(lab):
     if not after.get('ok'):
         problems.append('after: the check failed: %s' % after.get('problems'))
     return problems, 'demo job (%s): failed before in %s; after: %s' % (
-        after.get('host'), ', '.join(CONTEXTS), ', '.join(rates))
+        after.get('host'), ', '.join(contexts), ', '.join(rates))
 
 
 def main():

@@ -64,3 +64,26 @@ def test_a_job_that_does_not_fit_or_no_results(tmp_path):
     assert any('does not fit login' in p for p in problems), problems
     problems, _line = check_demo_job.check(str(tmp_path / 'nowhere'))
     assert any('lab/demo_job.sh before did not run' in p for p in problems), problems
+
+
+def test_on_a_slurm_node_the_job_must_have_run_as_a_slurm_job_too(tmp_path):
+    before, after = copy.deepcopy(BEFORE), copy.deepcopy(AFTER)
+    path = lab(tmp_path, before, after)
+    problems, _line = check_demo_job.check(path, slurm_hosts=['n1'])
+    assert 'before: context slurm_job did not run' in problems
+    assert any('after: the job failed in slurm_job' in p for p in problems)
+
+
+def test_a_slurm_job_fails_before_for_want_of_descriptors_and_runs_after(tmp_path):
+    before, after = copy.deepcopy(BEFORE), copy.deepcopy(AFTER)
+    before['contexts']['slurm_job'] = dict(before['contexts']['login'])
+    after['contexts']['slurm_job'] = dict(GOOD)
+    after['job']['contexts']['slurm_job'] = {'fits': True}
+    problems, line = check_demo_job.check(lab(tmp_path, before, after), slurm_hosts=['n1'])
+    assert problems == []
+    assert 'failed before in login, service, container, slurm_job' in line
+    before['contexts']['slurm_job']['nofile_soft'] = 16384
+    (tmp_path / 'again').mkdir()
+    problems, _line = check_demo_job.check(lab(tmp_path / 'again', before, after),
+                                           slurm_hosts=['n1'])
+    assert any('slurm_job ran at soft nofile 16384, not 1024' in p for p in problems)
