@@ -5,7 +5,9 @@ command (``cmd:NAME:COMMAND``). Jobs run LANES at a time, longest first (by the 
 the last run here, build/suites/timings.json, else those in tests/suite-timings.json, else in
 the order given). Every Molecule job gets a node
 name suffix and an ephemeral directory of its own (GPUFLEET_NODE_SUFFIX,
-MOLECULE_EPHEMERAL_DIRECTORY), so the same scenario can run on two images at once.
+MOLECULE_EPHEMERAL_DIRECTORY), so the same scenario can run on two images at once; a LAB_PREFIX
+given to the run becomes LAB_PREFIX-NAME for each command job (each lab script has its own
+default prefix otherwise).
 
 The output of each job goes to build/suites/NAME.log; a failed job's log tail is printed when
 it ends. At the end a table of wall times is printed and written to build/suites/timings.md.
@@ -53,7 +55,10 @@ class Job(object):
                 raise SystemExit('bad job %r: cmd:NAME:COMMAND' % spec)
             self.name = name
             self.command = ['bash', '-c', command]
-            self.env = {}
+            # each command's lab names its containers LAB_PREFIX-N: a prefix given to the whole
+            # run gets the job's name, so two labs of the run never share a node
+            self.env = ({'LAB_PREFIX': '%s-%s' % (os.environ['LAB_PREFIX'], name)}
+                        if os.environ.get('LAB_PREFIX') else {})
         else:
             raise SystemExit('bad job %r: molecule:DISTRO:SCENARIO or cmd:NAME:COMMAND' % spec)
         self.log = os.path.join(OUT, self.name + '.log')
