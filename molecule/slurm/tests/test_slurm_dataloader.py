@@ -29,4 +29,3 @@ def test_the_same_job_runs_as_a_slurm_job_with_the_profile(host):
     # the job really needed more than the login session's 1024
     assert job['peak_fds'] > 1024
     assert job['samples_per_s'] > 0
-
