@@ -60,12 +60,9 @@ if [ -z "$suite" ]; then
   exit 3
 fi
 
-mirror=${DEBIAN_MIRROR:-}
-if [ -z "$mirror" ]; then
-  mirror=$(grep -rhoE '^(URIs:|deb) +https?://[^ ]+/debian/?' /etc/apt/sources.list \
-             /etc/apt/sources.list.d/ 2>/dev/null | grep -v security | head -n1 | awk '{print $2}' || true)
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+# shellcheck source=images/debian-mirror.sh
+. "$(dirname "$0")/debian-mirror.sh"
+mirror=$(debian_mirror)
 echo "no registry: debootstrap $suite from $mirror for $tag"
 
 work=$(mktemp -d /var/tmp/gpufleet-rootfs.XXXXXX)

@@ -31,12 +31,9 @@ if ! ls "$wheelhouse"/torch-"$torch_version"*.whl >/dev/null 2>&1; then
   exit 2
 fi
 
-mirror=${DEBIAN_MIRROR:-}
-if [ -z "$mirror" ]; then
-  mirror=$(grep -rhoE '^(URIs:|deb) +https?://[^ ]+/debian/?' /etc/apt/sources.list \
-             /etc/apt/sources.list.d/ 2>/dev/null | grep -v security | head -n1 | awk '{print $2}' || true)
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+# shellcheck source=images/debian-mirror.sh
+. "$(dirname "$0")/debian-mirror.sh"
+mirror=$(debian_mirror)
 
 started=$(date +%s)
 work=$(mktemp -d /var/tmp/gpufleet-torch-rootfs.XXXXXX)
