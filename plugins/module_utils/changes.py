@@ -85,8 +85,9 @@ class Change(object):
             safe_file.write_atomic(self.path, self.encode(self.current), mode=self.mode)
 
 
-def finish(module, change, backup=False):
-    """Exit a single-format module: warnings, result, diff, then the write unless check mode."""
+def finish(module, change, backup=False, after_write=None):
+    """Exit a single-format module: warnings, result, diff, then the write unless check mode.
+    ``after_write(result)``, when given, runs after a write (what the write owes: a restart)."""
     for message in change.warnings:
         module.warn(message)
     result = change.result
@@ -98,6 +99,8 @@ def finish(module, change, backup=False):
             change.apply(backup)
         except Failure as exc:
             module.fail_json(msg=exc.msg, **exc.result)
+        if after_write is not None:
+            after_write(result)
     module.exit_json(**result)
 
 

@@ -222,26 +222,16 @@ def main():
         return crio_plan.plan_crio(request, params['config'], params['config_dir'], ceiling)
     change = changes.run_guarded(module, runtime_plan.plan_module, planner, params, module)
     change.result.update(restarted=False, deferred=None)
-    for message in change.warnings:
-        module.warn(message)
-    result = change.result
-    result['changed'] = change.changed
-    if change.changed and module._diff:
-        result['diff'] = change.diff()
-    if not change.changed or module.check_mode:
-        module.exit_json(**result)
-    try:
-        change.apply(params['backup'])
-    except changes.Failure as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
-    why = busy(module) if params['restart'] == 'when_idle' else None
-    if params['restart'] == 'never':
-        result['deferred'] = 'restart: never'
-    elif why:
-        result['deferred'] = why
-    else:
-        restart(module, change)
-    module.exit_json(**result)
+
+    def restart_owed(result):
+        why = busy(module) if params['restart'] == 'when_idle' else None
+        if params['restart'] == 'never':
+            result['deferred'] = 'restart: never'
+        elif why:
+            result['deferred'] = why
+        else:
+            restart(module, change)
+    changes.finish(module, change, params['backup'], after_write=restart_owed)
 
 
 if __name__ == '__main__':

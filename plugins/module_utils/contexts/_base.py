@@ -105,6 +105,16 @@ class Context(object):
         """{item: Limit} a new process gets; raises effective.ProbeError."""
         return prober.proc(command, self.probe)
 
+    @staticmethod
+    def require_active(prober, unit, what):
+        """Raise a NOT_RUNNING ProbeError when ``unit`` is not active: no ``what`` can start."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective, errors
+        try:
+            prober.run(['systemctl', 'is-active', '--quiet', unit])
+        except effective.ProbeError:
+            raise effective.ProbeError('%s is not running, so no %s can start here' % (unit, what),
+                                       kind=errors.NOT_RUNNING)
+
     def report(self, auditor):
         """(the read-only report of its files, or None when absent; warnings)."""
         return None, []

@@ -145,11 +145,7 @@ class ContainerdCri(Context):
             raise effective.ProbeError('k8s_pod: no CRI client on this node (cri_client: a '
                                        'python with grpcio and the collection\'s cri_client.py)',
                                        kind=errors.NOT_RUNNING)
-        try:
-            prober.run(['systemctl', 'is-active', '--quiet', UNIT])
-        except effective.ProbeError:
-            raise effective.ProbeError('%s is not running, so no pod can start here' % UNIT,
-                                       kind=errors.NOT_RUNNING)
+        self.require_active(prober, UNIT, 'pod')
         return prober.proc(command, self.probe)
 
     def report(self, auditor):

@@ -103,12 +103,7 @@ class Slurm(Context):
         return ['runuser', '-l', user, '-c', SUBMIT_SHELL]
 
     def run_probe(self, prober, user, uid, command):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-        try:
-            prober.run(['systemctl', 'is-active', '--quiet', UNIT])
-        except effective.ProbeError:
-            raise effective.ProbeError('%s is not running, so no job can start here' % UNIT,
-                                       kind=errors.NOT_RUNNING)
+        self.require_active(prober, UNIT, 'job')
         return prober.proc(command, self.probe)
 
     def report(self, auditor):
