@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -115,18 +116,59 @@ def ansible_env(nodes, counts_file, transport):
     return env
 
 
+_CGROUPS = {}
+
+
+def node_cpu_s(nodes):
+    """CPU seconds used so far by the lab's node containers together (their cgroups: v1
+    cpuacct or v2 cpu.stat), or None where neither is readable. The nodes share this machine's
+    CPUs, so at large N a run can be bound by their CPU, not by latency (docs/fleet-scale.md)."""
+    total = 0.0
+    for name in ['%s-%d' % (PREFIX, i) for i in range(1, nodes + 1)]:
+        if name not in _CGROUPS:
+            cid = subprocess.run(['docker', 'inspect', '-f', '{{.Id}}', name],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 universal_newlines=True, check=False).stdout.strip()
+            _CGROUPS[name] = [
+                ('v1', '/sys/fs/cgroup/cpuacct/docker/%s/cpuacct.usage' % cid),
+                ('v2', '/sys/fs/cgroup/system.slice/docker-%s.scope/cpu.stat' % cid)]
+        for kind, path in _CGROUPS[name]:
+            try:
+                with open(path) as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            if kind == 'v1':
+                total += int(text.strip()) / 1e9
+            else:
+                total += int(text.split('usage_usec', 1)[1].split()[0]) / 1e6
+            break
+        else:
+            return None
+    return total
+
+
+def controller_cpu_s():
+    """CPU seconds of the ansible processes this script waited for (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run(nodes, command, transport):
-    """(wall seconds, {host: counts}, output) of one ansible command; exits on failure."""
+    """(wall seconds, {host: counts}, output, node CPU s, controller CPU s) of one ansible
+    command; exits on failure."""
     command = list(command)
     if transport == 'mitogen':
         command[0] = os.path.join(MITOGEN_VENV, 'bin', command[0])
     command[1:1] = ['-i', INVENTORIES[transport]]
     with tempfile.NamedTemporaryFile(suffix='.json') as counts:
+        cpu_before, own_before = node_cpu_s(nodes), controller_cpu_s()
         start = time.monotonic()
         proc = subprocess.run(command, env=ansible_env(nodes, counts.name, transport), cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, check=False)
         wall = time.monotonic() - start
+        cpu_after, own_after = node_cpu_s(nodes), controller_cpu_s()
         with open(counts.name) as handle:
             text = handle.read()
     if proc.returncode != 0:
@@ -136,29 +178,38 @@ def run(nodes, command, transport):
     if len(hosts) != nodes:
         raise SystemExit('%s: counted %d hosts, expected %d' % (' '.join(command), len(hosts),
                                                                 nodes))
-    return wall, hosts, proc.stdout
+    node_cpu = (cpu_after - cpu_before) if None not in (cpu_before, cpu_after) else None
+    return wall, hosts, proc.stdout, node_cpu, own_after - own_before
 
 
 def measure(nodes, transport, approach, phase, command, repeat, expect):
     """Run ``command`` ``repeat`` times; one result row (median wall time)."""
-    walls, per_host, changed = [], [], []
+    walls, per_host, changed, node_cpu, own_cpu = [], [], [], [], []
     for attempt in range(repeat):
-        wall, hosts, output = run(nodes, command, transport)
+        wall, hosts, output, node, own = run(nodes, command, transport)
         walls.append(wall)
+        own_cpu.append(own)
+        if node is not None:
+            node_cpu.append(node)
         per_host = sorted(set(h['invocations'] for h in hosts.values()))
         changed = sorted(set(h['changed'] for h in hosts.values()))
         problem = expect(hosts)
         if problem:
             raise SystemExit('%s %s at N=%d over %s, run %d: %s\n%s' % (
                 approach, phase, nodes, transport, attempt + 1, problem, output[-6000:]))
-        log('N=%d %s %s %s: %.2f s, invocations/host %s, changed/host %s, load %.2f' % (
-            nodes, transport, approach, phase, wall, per_host, changed, os.getloadavg()[0]))
+        log('N=%d %s %s %s: %.2f s, invocations/host %s, changed/host %s, load %.2f, '
+            'CPU s: nodes %s, controller %.2f' % (
+                nodes, transport, approach, phase, wall, per_host, changed, os.getloadavg()[0],
+                '%.2f' % node if node is not None else '?', own))
     wall = statistics.median(walls)
+    cpu = dict(controller_cpu_s_per_host=round(statistics.median(own_cpu) / nodes, 3),
+               node_cpu_s_per_host=(round(statistics.median(node_cpu) / nodes, 3)
+                                    if node_cpu else None))
     return dict(nodes=nodes, transport=transport, approach=approach, load_1m=round(os.getloadavg()[0], 2), phase=phase, wall_s=round(wall, 2),
                 per_host_s=round(wall / nodes, 3),
                 invocations_per_host=per_host[-1] if len(per_host) == 1 else per_host,
                 changed_per_host=changed[-1] if len(changed) == 1 else changed,
-                runs_s=[round(w, 2) for w in walls])
+                runs_s=[round(w, 2) for w in walls], **cpu)
 
 
 def all_changed(hosts):
@@ -200,8 +251,26 @@ def bench(nodes, repeat, transports):
         if number:
             on_nodes(nodes, RESET)
         rows.extend(series(nodes, repeat, transport))
+        save_partial(rows)
     lab('down', nodes)
     return rows
+
+
+PARTIAL = os.path.join(ROOT, 'build', PREFIX + '-rows.json')
+
+
+def save_partial(rows):
+    """Every finished series so far, in build/ (PARTIAL): a run stopped later keeps them
+    (``--render`` turns them into the results)."""
+    done = []
+    if os.path.exists(PARTIAL):
+        with open(PARTIAL) as handle:
+            done = [r for r in json.load(handle)
+                    if (r['nodes'], r['transport']) not in set((x['nodes'], x['transport'])
+                                                               for x in rows)]
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    with open(PARTIAL, 'w') as handle:
+        json.dump(done + [dict(r, date=r.get('date', now)) for r in rows], handle, indent=1)
 
 
 def series(nodes, repeat, transport):
@@ -303,14 +372,27 @@ def markdown(rows, meta):
              '- **gpufleet**: `playbooks/tune_gpu_nodes.yml --tags limits` (one '
              'gpufleet.tuning.limits_profile call, handlers, verification after a change); '
              '**audit**: `playbooks/audit_limits.yml` on the tuned fleet.', '',
+             'CPU columns (runs from this version of the script on): `ctl cpu/host` is the CPU '
+             'time of the ansible processes per host (the ssh ControlPersist masters, which '
+             'outlive a run, are not in it), `node cpu/host` the CPU time the node containers '
+             'used during the run per host (their cgroups: modules, sshd, probes, restarts), '
+             'and `cpu floor` their sum times N over the %s CPUs: the shortest wall time this '
+             'machine allows for that work, since the nodes share its CPUs. On a real fleet each '
+             'node has its own CPUs, and only the controller part adds up.' % meta['cpus'], '',
              '| nodes | transport | approach | phase | wall_s | per_host_s | invocations/host '
-             '| x ping | x usual | load |',
-             '| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |']
+             '| x ping | x usual | ctl cpu/host | node cpu/host | cpu floor s | load |',
+             '| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: '
+             '| ---: |']
     for r in rows:
-        lines.append('| %d | %s | %s | %s | %.2f | %.3f | %s | %.2f | %s | %.2f |' % (
+        ctl, node = r.get('controller_cpu_s_per_host'), r.get('node_cpu_s_per_host')
+        floor = ((ctl + node) * r['nodes'] / meta['cpus']
+                 if None not in (ctl, node) and meta['cpus'] else None)
+        lines.append('| %d | %s | %s | %s | %.2f | %.3f | %s | %.2f | %s | %s | %s | %s | %.2f |' % (
             r['nodes'], r['transport'], r['approach'], r['phase'], r['wall_s'], r['per_host_s'],
             r['invocations_per_host'], r['vs_ping'],
-            '%.2f' % r['vs_usual'] if r['vs_usual'] is not None else '', r['load_1m']))
+            '%.2f' % r['vs_usual'] if r['vs_usual'] is not None else '',
+            '%.3f' % ctl if ctl is not None else '', '%.3f' % node if node is not None else '',
+            '%.1f' % floor if floor is not None else '', r['load_1m']))
     lines += ['', '## Targets', '', '| target | measured | met |', '| --- | ---: | --- |']
     for name, value, met in verdicts(rows):
         lines.append('| %s | %s | %s |' % (name, value, 'yes' if met else '**no**'))
