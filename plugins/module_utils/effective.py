@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Effective limits: the probes that show what a new process gets in each context where a
-workload can start, and the comparison with a profile. Plain Python (no Ansible import); the
-probes run commands through the AnsibleModule they are given.
+workload can start, and the comparison with a profile. Plain Python (Ansible only for the
+options' check, validated()); the probes run commands through the AnsibleModule they are given.
 
 A probe is a command whose output is a /proc/PID/limits text; the module runs them, this file
 builds them, parses their output and compares. Values are in kernel units (limits_model).
@@ -272,6 +272,36 @@ def run_probes(calls, parallel=True):
     with futures.ThreadPoolExecutor(max_workers=len(calls)) as pool:
         running = [pool.submit(outcome_of, call) for call in calls]
         return [done.result() for done in running]
+
+
+def argument_spec():
+    """effective_limits' options (also limits_restart's ``verify``)."""
+    return dict(
+        contexts=dict(type='list', elements='str', default=['login', 'service'],
+                      choices=CONTEXTS),
+        user=dict(type='str', default='root'),
+        docker_image=dict(type='str'),
+        podman_image=dict(type='str'),
+        pod_image=dict(type='str'),
+        pod_handler=dict(type='str', default=''),
+        cri_client=dict(type='list', elements='str', default=[]),
+        run_options=dict(type='list', elements='str', default=[]),
+        units=dict(type='list', elements='str', default=[]),
+        expect=dict(type='dict'),
+        baseline=dict(type='dict'),
+        timeout=dict(type='int', default=60),
+        parallel=dict(type='bool', default=True),
+    )
+
+
+def validated(params, field):
+    """``params`` checked against argument_spec() with its defaults filled in, or a
+    ProbeFailure naming ``field``.OPTION (limits_restart's ``verify``)."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    outcome = ArgumentSpecValidator(argument_spec()).validate(dict(params or {}))
+    if outcome.error_messages:
+        raise ProbeFailure('%s: %s' % (field, '; '.join(outcome.error_messages)), {})
+    return outcome.validated_parameters
 
 
 def probe(host, params):

@@ -195,22 +195,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            contexts=dict(type='list', elements='str', default=['login', 'service'],
-                          choices=effective.CONTEXTS),
-            user=dict(type='str', default='root'),
-            docker_image=dict(type='str'),
-            podman_image=dict(type='str'),
-            pod_image=dict(type='str'),
-            pod_handler=dict(type='str', default=''),
-            cri_client=dict(type='list', elements='str', default=[]),
-            run_options=dict(type='list', elements='str', default=[]),
-            units=dict(type='list', elements='str', default=[]),
-            expect=dict(type='dict'),
-            baseline=dict(type='dict'),
-            timeout=dict(type='int', default=60),
-            parallel=dict(type='bool', default=True),
-        ),
+        argument_spec=effective.argument_spec(),
         required_if=[('contexts', context.probe, (context.image_option,))
                      for context in registry.REGISTRY if context.image_option],
         supports_check_mode=True,

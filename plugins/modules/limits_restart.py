@@ -29,6 +29,10 @@ description:
   - With O(docker), waits up to O(docker_wait) seconds for dockerd to answer C(docker info)
     after its restart; no answer fails the module.
   - A failed re-exec or reload fails the module before any restart.
+  - With O(verify), once every restart succeeded, probes the contexts as
+    M(gpufleet.tuning.effective_limits) does with those options and returns its result in
+    RV(verified): the limits role's first converge is then two module calls per host, the
+    profile and this one. Nothing is probed after a failed restart or in check mode.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
@@ -63,6 +67,13 @@ options:
     description: Seconds to wait for dockerd to answer after its restart.
     type: int
     default: 60
+  verify:
+    description:
+      - The options of M(gpufleet.tuning.effective_limits) (C(contexts), C(user),
+        C(docker_image), C(expect), C(baseline) ...), checked before anything is restarted: an
+        unknown or ill-typed one fails the module naming C(verify).
+      - The probes run after the last restart and its checks, in the same call.
+    type: dict
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
 notes:
@@ -119,10 +130,20 @@ docker_version:
   returned: always
   type: str
   sample: 20.10.24+dfsg1
+verified:
+  description:
+    - What M(gpufleet.tuning.effective_limits) returns for the options of O(verify) (its
+      C(contexts), C(gaps), C(regressions), C(errors), C(table), C(ceilings)), probed after
+      the restarts.
+  returned: when O(verify) is given, every restart succeeded and not in check mode
+  type: dict
+  sample: {contexts: {login: {limits: {nofile: {soft: 65536, hard: 65536}}}}, gaps: [],
+           regressions: [], errors: [], table: ''}
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
 
 
@@ -136,15 +157,22 @@ def main():
             docker=dict(type='bool', default=False),
             settle=dict(type='int', default=2),
             docker_wait=dict(type='int', default=60),
+            verify=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
     planned = restarts.steps(module.params)
     result = dict(changed=bool(planned), done=[], failed_unit={}, docker_version=None)
+    verify = None
+    if module.params['verify'] is not None:
+        try:
+            verify = effective.validated(module.params['verify'], 'verify')
+        except effective.ProbeFailure as exc:
+            module.fail_json(msg=exc.msg, **result)
     if module._diff:
         steps_text = ''.join('%s\n' % restarts.describe(step) for step in planned)
         result['diff'] = dict(before='', after=steps_text)
-    if module.check_mode or not planned:
+    if module.check_mode:
         module.exit_json(**result)
     restarter = restarts.Restarter(module, settle=module.params['settle'],
                                    docker_wait=module.params['docker_wait'])
@@ -153,6 +181,11 @@ def main():
     except restarts.RestartError as exc:
         result.update(restarter.result)
         module.fail_json(msg=exc.msg, **result)
+    if verify is not None and not result['failed_unit']:
+        try:
+            result['verified'] = effective.probe(module, verify)
+        except effective.ProbeFailure as exc:
+            module.fail_json(msg='verify: %s' % exc.msg, verified=exc.result, **result)
     module.exit_json(**result)
 
 

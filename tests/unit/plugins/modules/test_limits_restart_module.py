@@ -44,3 +44,31 @@ def test_nothing_to_do_is_no_change(tmp_path):
 def test_bad_input_is_refused(tmp_path):
     result = run_module(tmp_path, dict(settle='soon'))
     assert result['failed'] is True and 'settle' in result['msg']
+
+
+def test_bad_verify_options_are_refused_before_any_restart(tmp_path):
+    # reexec is planned: a refusal after it would have re-executed this machine's manager
+    result = run_module(tmp_path, dict(reexec=True, verify=dict(contexts=['login'],
+                                                                 docker_imag='tiny')))
+    assert result['failed'] is True, result
+    assert result['msg'].startswith('verify: ') and 'docker_imag' in result['msg'], result
+    assert result['done'] == []
+    result = run_module(tmp_path, dict(reexec=True, verify=dict(contexts=['nowhere'])))
+    assert result['failed'] is True and 'verify: ' in result['msg'] and 'nowhere' in result['msg']
+    assert result['done'] == []
+
+
+def test_verify_probes_after_the_restarts_as_effective_limits_does(tmp_path):
+    # nothing to restart: the probes still run, with effective_limits' defaults filled in
+    result = run_module(tmp_path, dict(verify=dict(contexts=[], expect={'nofile': 1024})))
+    assert result['changed'] is False and result['done'] == []
+    verified = result['verified']
+    assert verified['contexts'] == {} and verified['gaps'] == [] and verified['errors'] == []
+    assert verified['expected']['nofile']['soft'] == 1024 == verified['expected']['nofile']['hard']
+    assert isinstance(verified['ceilings']['fs.nr_open'], int)
+
+
+def test_check_mode_probes_nothing(tmp_path):
+    result = run_module(tmp_path, dict(docker=True, verify=dict(contexts=['login'])),
+                        check=True)
+    assert result['changed'] is True and 'verified' not in result
