@@ -130,7 +130,8 @@ class Runtime(object):
             if workdir:
                 config.working_dir = workdir
             for key, value in envs:
-                config.envs.add(key=key, value=value)
+                # KeyValue.value is bytes in runtime_v1.desc (the same wire type as a string)
+                config.envs.add(key=key, value=value.encode())
             for host_path, container_path, readonly in mounts:
                 config.mounts.add(host_path=host_path, container_path=container_path,
                                   readonly=readonly)
