@@ -57,6 +57,10 @@ def _messages():
 MSG = _messages()
 
 
+class CriError(Exception):
+    """A CRI call that failed: the method, the gRPC status code and its details, one line."""
+
+
 class Runtime(object):
     def __init__(self, endpoint, timeout=60):
         self.channel = grpc.insecure_channel(endpoint)
@@ -66,7 +70,10 @@ class Runtime(object):
         rpc = self.channel.unary_unary(service + method,
                                        request_serializer=lambda m: m.SerializeToString(),
                                        response_deserializer=MSG(method + 'Response').FromString)
-        return rpc(request, timeout=self.timeout)
+        try:
+            return rpc(request, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise CriError('%s: %s: %s' % (method, exc.code().name, exc.details()))
 
     def run_sandbox(self, prefix, handler, log_directory=None):
         """A new host-network pod sandbox: (its id, its config)."""
@@ -152,6 +159,8 @@ class Runtime(object):
                 if status.state == exited:
                     break
                 time.sleep(poll)
+            # the CRI log's parser, a plain module beside this one (only `run` needs it)
+            from cri_log import read_cri_log
             out, err = read_cri_log(os.path.join(logs, 'job.log'))
             return status.exit_code, out, err, status.reason
         finally:
@@ -163,35 +172,6 @@ class Runtime(object):
 
 
 IMAGE_SERVICE = '/runtime.v1.ImageService/'
-
-
-def read_cri_log(path, settle=2.0):
-    """stdout and stderr of a container from its CRI log file (``TIME STREAM P|F TEXT`` lines,
-    P a partial line to be joined with the next). The last line may land just after the
-    container's exit: wait up to ``settle`` seconds for a full line at the end."""
-    deadline = time.time() + settle
-    while True:
-        try:
-            with open(path, 'rb') as handle:
-                data = handle.read().decode('utf-8', 'replace')
-        except (IOError, OSError):
-            data = ''
-        if data.endswith('\n') or time.time() >= deadline:
-            break
-        time.sleep(0.1)
-    return parse_cri_log(data)
-
-
-def parse_cri_log(text):
-    """(stdout, stderr) from the text of a CRI log file."""
-    streams = {'stdout': [], 'stderr': []}
-    for line in text.splitlines():
-        parts = line.split(' ', 3)
-        if len(parts) < 3 or parts[1] not in streams:
-            continue
-        content = parts[3] if len(parts) == 4 else ''
-        streams[parts[1]].append(content if parts[2] == 'P' else content + '\n')
-    return ''.join(streams['stdout']), ''.join(streams['stderr'])
 
 
 class ShmVolume(object):
@@ -271,7 +251,14 @@ def main(argv=None):
     command = argv[argv.index('--') + 1:] if '--' in argv else []
     args = parser.parse_args(argv[:len(argv) - len(command) - 1] if '--' in argv else argv)
     args.command = command
-    runtime = Runtime(args.endpoint, args.timeout)
+    try:
+        return _main(Runtime(args.endpoint, args.timeout), args)
+    except CriError as exc:
+        sys.stderr.write('cri_client: %s %s\n' % (args.endpoint, exc))
+        return 1
+
+
+def _main(runtime, args):
     if args.what == 'image':
         found = runtime.image_status(args.image)
         if found is None:
