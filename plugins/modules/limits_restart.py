@@ -31,8 +31,8 @@ description:
   - A failed re-exec or reload fails the module before any restart.
   - With O(verify), once every restart succeeded, probes the contexts as
     M(gpufleet.tuning.effective_limits) does with those options and returns its result in
-    RV(verified): the limits role's first converge is then two module calls per host, the
-    profile and this one. Nothing is probed after a failed restart or in check mode.
+    RV(verified); the limits role's first converge is then two module calls per host (the
+    profile and this one). Nothing is probed after a failed restart or in check mode.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
@@ -70,7 +70,7 @@ options:
   verify:
     description:
       - The options of M(gpufleet.tuning.effective_limits) (C(contexts), C(user),
-        C(docker_image), C(expect), C(baseline) ...), checked before anything is restarted: an
+        C(docker_image), C(expect), C(baseline) ...), checked before anything is restarted; an
         unknown or ill-typed one fails the module naming C(verify).
       - The probes run after the last restart and its checks, in the same call.
     type: dict

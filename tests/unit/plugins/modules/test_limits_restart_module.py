@@ -48,8 +48,8 @@ def test_bad_input_is_refused(tmp_path):
 
 def test_bad_verify_options_are_refused_before_any_restart(tmp_path):
     # reexec is planned: a refusal after it would have re-executed this machine's manager
-    result = run_module(tmp_path, dict(reexec=True, verify=dict(contexts=['login'],
-                                                                 docker_imag='tiny')))
+    result = run_module(tmp_path, dict(reexec=True,
+                                       verify=dict(contexts=['login'], docker_imag='tiny')))
     assert result['failed'] is True, result
     assert result['msg'].startswith('verify: ') and 'docker_imag' in result['msg'], result
     assert result['done'] == []
