@@ -60,6 +60,19 @@ def test_after_tuning_the_same_job_passes_in_the_container(host):
     assert data['job']['contexts']['container']['fits'] is True
     config = json.loads(host.file('/etc/docker/daemon.json').content_string)
     assert config['default-shm-size'] == '512M'
+    # issue 13: the explicit SELinux label z on both mounts, which Docker takes without
+    # SELinux; the run before (auto, a node without SELinux) had none
+    assert run['engine'] == 'docker' and run['selinux_label'] == 'z'
+    mounts = [run['command'][i + 1] for i, arg in enumerate(run['command']) if arg == '--volume']
+    assert mounts == [
+        '/usr/local/libexec/gpufleet/dataloader_smoke.py:/opt/gpufleet/dataloader_smoke.py:ro,z',
+        '/var/lib/gpufleet/dataloader-check:/var/lib/gpufleet/dataloader-check:z']
+    before = results(host, 'container-before')['contexts']['container']
+    assert before['selinux_label'] == ''
+    assert [before['command'][i + 1] for i, arg in enumerate(before['command'])
+            if arg == '--volume'] == [
+        '/usr/local/libexec/gpufleet/dataloader_smoke.py:/opt/gpufleet/dataloader_smoke.py:ro',
+        '/var/lib/gpufleet/dataloader-check:/var/lib/gpufleet/dataloader-check']
 
 
 @pytest.mark.parametrize('image, said', [
