@@ -82,7 +82,7 @@ def test_after_the_limits_role_the_same_job_passes_in_a_podman_container(host):
                                        '%s:%s:z' % (WORKDIR, WORKDIR)]
     dropin = host.file(DROPIN).content_string
     assert 'shm_size = "%d"' % (512 * MB) in dropin
-    assert 'default_ulimits = ["nofile=16384:16384"]' in dropin
+    assert 'default_ulimits = ["nofile=16384:16384", "nproc=16384:16384"]' in dropin
 
 
 def test_a_new_podman_container_gets_the_drop_in(host):
@@ -91,6 +91,20 @@ def test_a_new_podman_container_gets_the_drop_in(host):
                             IMAGE)
     assert out.splitlines()[0].split()[1] == str(512 * 1024)
     assert out.splitlines()[1].split()[3:5] == ['16384', '16384']
+
+
+def test_podman_gives_nproc_1048576_when_default_ulimits_leave_it_out(host):
+    """Why the scenario's profile has nproc: with default_ulimits set, Podman fills in nproc
+    1048576 for a rootful container, which runc cannot set where root lacks CAP_SYS_RESOURCE
+    (this node container), and the container does not start."""
+    conf = '/tmp/gpufleet-nofile-only.conf'
+    host.check_output("printf '%%s\\n' '[containers]' 'default_ulimits = [\"nofile=16384:16384\"]' "
+                      "'[engine]' 'cgroup_manager = \"cgroupfs\"' 'events_logger = \"file\"' >%s",
+                      conf)
+    # CONTAINERS_CONF: that file instead of containers.conf and its drop-ins
+    run = host.run('CONTAINERS_CONF=%s podman run --rm --network none %s true', conf, IMAGE)
+    assert run.rc != 0
+    assert 'error setting rlimit type 6: operation not permitted' in run.stderr
 
 
 def run_bad_image(host, *extra):

@@ -81,3 +81,41 @@ def test_docker_and_podman_sizes_are_parsed_apart(tmp_path):
     request = profile_plan.parse_request(params(tmp_path, docker_shm_size='1G',
                                                 podman_shm_size='256M'))
     assert (request.docker_shm_size, request.podman_shm_size) == (1024 * MIB, 256 * MIB)
+
+
+class NoRaise(object):
+    """A host without CAP_SYS_RESOURCE whose PID 1 runs with hard nproc 96362 (a container)."""
+    nr_open = 1048576
+
+    def hard_ceiling(self, item):
+        if item == 'nproc':
+            return 96362, 'the host lacks CAP_SYS_RESOURCE and PID 1 runs with hard nproc 96362'
+        return None, None
+
+
+def plan_with(tmp_path, ceiling, profile):
+    request = profile_plan.parse_request(params(tmp_path, profile=profile))
+    [(_label, make)] = podman.CONTEXT.plans(request, Host(), ceiling)
+    return make()
+
+
+def test_a_profile_without_nproc_warns_where_podman_s_nproc_cannot_be_set(tmp_path):
+    """Podman fills in nproc 1048576 when default_ulimits leaves it out; runc cannot set it
+    without CAP_SYS_RESOURCE ("error setting rlimit type 6"), so every new container fails."""
+    change = plan_with(tmp_path, NoRaise(), {'nofile': 16384})
+    assert change.changed
+    assert change.warnings == [
+        'profile sets default_ulimits without nproc, so Podman gives rootful containers nproc '
+        '1048576, above what this host lets the container runtime set (the host lacks '
+        'CAP_SYS_RESOURCE and PID 1 runs with hard nproc 96362): new containers would fail to '
+        'start; give profile.nproc too']
+    # with nproc in the profile, or on a host that can raise it, nothing to say
+    assert plan_with(tmp_path, NoRaise(), {'nofile': 16384, 'nproc': 16384}).warnings == []
+    assert plan_with(tmp_path, CanRaise(), {'nofile': 16384}).warnings == []
+
+
+class CanRaise(object):
+    nr_open = 1048576
+
+    def hard_ceiling(self, item):
+        return None, None
