@@ -7,33 +7,14 @@ job's shm_size; both results name the engine. The bind mounts carry `:z` when as
 accepts it without SELinux) and none with `auto` on this node, which has no SELinux. An engine
 that is not on the node, or an image missing from Podman's store or without python and torch,
 is refused naming the field before anything runs."""
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-ROOT = os.environ.get('MOLECULE_PROJECT_DIRECTORY',
-                      os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
-RESULTS = os.path.join(ROOT, 'build', 'molecule', 'pytorch', 'results')
-sys.path.insert(0, os.path.join(ROOT, 'tests'))
-from scenario_support import ansible_command  # noqa: E402
-IMAGE = 'gpufleet-torch:debian12'
-SHM_ERRORS = ('No space left on device', 'Bus error', 'insufficient shared memory')
-MB = 1024 * 1024
+from container_support import (IMAGE, MB, SHM_ERRORS, assert_nothing_ran, results,
+                               run_bad_image, volumes)
+
 DROPIN = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
 WORKDIR = '/var/lib/gpufleet/dataloader-check'
 SCRIPT = '/usr/local/libexec/gpufleet/dataloader_smoke.py'
-
-
-def results(host, folder):
-    with open(os.path.join(RESULTS, folder, '%s.json' % host.check_output('hostname'))) as handle:
-        return json.load(handle)
-
-
-def volumes(command):
-    return [command[i + 1] for i, arg in enumerate(command) if arg == '--volume']
 
 
 def test_podman_has_the_image_in_its_own_store(host):
@@ -107,24 +88,6 @@ def test_podman_gives_nproc_1048576_when_default_ulimits_leave_it_out(host):
     assert 'error setting rlimit type 6: operation not permitted' in run.stderr
 
 
-def run_bad_image(host, *extra):
-    cmd = ansible_command(host, ['ansible-playbook',
-                                 os.path.join(ROOT, 'molecule', 'pytorch', 'bad_image.yml'),
-                                 '-e', 'dataloader_check_container_engine=podman',
-                                 '--limit', host.backend.host] + list(extra))
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    assert proc.returncode != 0, proc.stdout[-2000:]
-    return proc.stdout
-
-
-def assert_nothing_ran(host, before):
-    assert host.run('getent passwd gpufleet-badimage').rc == 2
-    assert not host.file('/usr/local/libexec/gpufleet-badimage').exists
-    assert not host.file('/var/lib/gpufleet-badimage').exists
-    assert host.check_output('podman ps -aq --no-trunc | sort') == before
-
-
 @pytest.mark.parametrize('image, said', [
     ('localhost/tiny:latest', 'exit status'),
     ('gpufleet-no-such-image:none', 'is not an image on this node (podman image inspect'),
@@ -133,20 +96,22 @@ def test_an_image_missing_in_podman_or_without_torch_is_refused(host, image, sai
     host.check_output('podman image exists localhost/tiny:latest || '
                       'podman import /opt/gpufleet/tiny-rootfs.tar localhost/tiny:latest')
     before = host.check_output('podman ps -aq --no-trunc | sort')
-    out = run_bad_image(host, '-e', 'dataloader_check_container_image=' + image)
+    out = run_bad_image(host, '-e', 'dataloader_check_container_engine=podman',
+                        '-e', 'dataloader_check_container_image=' + image)
     assert 'dataloader_check_container_image: %s' % image in out, out[-2000:]
     assert said in out, out[-2000:]
-    assert_nothing_ran(host, before)
+    assert_nothing_ran(host, 'podman', before)
 
 
 def test_podman_not_on_the_node_is_refused_naming_the_engine(host):
     before = host.check_output('podman ps -aq --no-trunc | sort')
     host.check_output('mv /usr/bin/podman /usr/bin/podman.away')
     try:
-        out = run_bad_image(host, '-e', 'dataloader_check_container_image=' + IMAGE)
+        out = run_bad_image(host, '-e', 'dataloader_check_container_engine=podman',
+                            '-e', 'dataloader_check_container_image=' + IMAGE)
     finally:
         host.check_output('mv /usr/bin/podman.away /usr/bin/podman')
     assert ('dataloader_check_container_engine: podman is not on this node (not on PATH)'
             in out), out[-2000:]
     assert 'Nothing was run' in out
-    assert_nothing_ran(host, before)
+    assert_nothing_ran(host, 'podman', before)
