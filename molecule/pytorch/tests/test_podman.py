@@ -33,7 +33,9 @@ def test_before_tuning_the_job_fails_in_a_podman_container_for_want_of_shm(host)
     assert run['ok'] is False
     assert run['exhausted'] == 'shm', run['error']
     assert any(text in run['error'] for text in SHM_ERRORS), run['error']
-    assert run['shm_size_bytes'] == 64 * MB       # Podman's default shm_size, 65536k
+    # Podman's default shm_size "65536k", which Podman reads in powers of 1000: 65,536,000
+    # bytes (Docker's 64 MB is 64 MiB)
+    assert run['shm_size_bytes'] == 65536000
     # rootful Podman gives containers its own hard nofile as soft and hard (here the
     # sandbox's 20000), not Docker's inherited 1024:524288
     assert run['nofile_soft'] == run['nofile_hard'] > 1024
