@@ -109,8 +109,8 @@ def filled_warnings(final, ceiling, field):
             warnings.append(
                 '%s sets default_ulimits without %s, so Podman gives rootful containers %s '
                 '%d, above what this host lets the container runtime set (%s): new containers '
-                'would fail to start; give %s.%s too' % (field, name, name, PODMAN_FILLED,
-                                                          reason, field, name))
+                'would fail to start; give %s.%s too'
+                % (field, name, name, PODMAN_FILLED, reason, field, name))
     return warnings
 
 
