@@ -140,18 +140,19 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
         record = dict(_RESULT_DEFAULTS, **(contexts[name] or {}))
         report['contexts'][name] = record
         limit = '%s/%s' % (record.get('nofile_soft'), record.get('nofile_hard'))
+        shown = '%s (%s)' % (name, record['engine']) if record.get('engine') else name
         if record['ok']:
             headroom = _headroom(record)
             unit = 'images' if record.get('pipeline') == 'images' else 'samples'
             parts.append('%s ok %.2f %s/s with %s workers, peak %s fds of soft nofile %s '
                          '(nofile %s%s)'
-                         % (name, float(record['samples_per_s']), unit, record.get('num_workers'),
+                         % (shown, float(record['samples_per_s']), unit, record.get('num_workers'),
                             record['peak_fds'], record.get('nofile_soft'), limit,
                             ', headroom %s' % headroom if headroom else ''))
         else:
-            problems.append('%s: %s (nofile %s)' % (name, last_line(record['error']), limit))
+            problems.append('%s: %s (nofile %s)' % (shown, last_line(record['error']), limit))
             parts.append('%s FAILED%s nofile %s' % (
-                name, ' (%s ran out)' % record['exhausted'] if record.get('exhausted') else '',
+                shown, ' (%s ran out)' % record['exhausted'] if record.get('exhausted') else '',
                 limit))
     report['problems'] = problems
     report['ok'] = not problems

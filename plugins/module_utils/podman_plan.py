@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
@@ -44,6 +45,7 @@ def plan_podman(req, host, ceiling=None):
             requested = ctl.complete_limits(requested, current, req.field)
             runtime_plan.guard(req, result, ceiling, warnings, requested)
             final = cc.merge_ulimits(current, requested, req.purge)
+            warnings.extend(filled_warnings(final, ceiling, req.field))
             entry = doc.get(cc.TABLE, cc.ULIMITS_KEY)
             if final != current or (entry is None and final) or warnings:
                 values[cc.ULIMITS_KEY] = cc.render_ulimits(final, append) if final else None
@@ -81,6 +83,35 @@ def plan_podman(req, host, ceiling=None):
                             new_text, changed=changed)
     change.warnings = notes + warnings
     return change
+
+
+# Podman gives a rootful container nofile and nproc of 1048576 each when its ulimits
+# (default_ulimits, --ulimit) set other items and leave these out (containers/podman
+# docs/source/markdown/options/ulimit.md; seen here with Podman 4.3: with no ulimits at all the
+# container inherits Podman's own limits instead).
+PODMAN_FILLS = ('nofile', 'nproc')
+PODMAN_FILLED = 1048576
+
+
+def filled_warnings(final, ceiling, field):
+    """Warnings for the items Podman fills in with 1048576 where this host cannot set that hard
+    value (no CAP_SYS_RESOURCE, as in a container): every new container then fails to start
+    with runc's ``error setting rlimit type 6: operation not permitted``."""
+    if not final:
+        return []
+    ceiling = ceiling or host_limits.Ceiling()
+    warnings = []
+    for name in PODMAN_FILLS:
+        if name in final:
+            continue
+        top, reason = ceiling.hard_ceiling(name)
+        if top is not None and model.exceeds(PODMAN_FILLED, top):
+            warnings.append(
+                '%s sets default_ulimits without %s, so Podman gives rootful containers %s '
+                '%d, above what this host lets the container runtime set (%s): new containers '
+                'would fail to start; give %s.%s too'
+                % (field, name, name, PODMAN_FILLED, reason, field, name))
+    return warnings
 
 
 def target(path, version):

@@ -42,6 +42,9 @@ def parse_request(params):
         shm_size = params['docker_shm_size']
         if shm_size is not None:
             shm_size = model.parse_shm_size(shm_size, 'docker_shm_size')
+        podman_shm_size = params.get('podman_shm_size')
+        if podman_shm_size is not None:
+            podman_shm_size = model.parse_shm_size(podman_shm_size, 'podman_shm_size')
     except model.LimitError as exc:
         raise changes.Failure(str(exc))
     for name, value in profile.items():
@@ -53,7 +56,7 @@ def parse_request(params):
     return Request(profile, limits, params['contexts'] or detect_contexts(),
                    domains=params['domains'], units=params['units'], force=params['force'],
                    on_conflict=params['on_conflict'], dropin=params['dropin'],
-                   docker_shm_size=shm_size,
+                   docker_shm_size=shm_size, podman_shm_size=podman_shm_size,
                    paths=dict((option, params[option]) for option in DEFAULTS),
                    slurm_conf_edit=params.get('slurm_conf_edit', True),
                    containerd_create_spec=params.get('containerd_create_spec', False))

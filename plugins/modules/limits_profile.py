@@ -82,6 +82,12 @@ options:
   docker_shm_size:
     description: Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.
     type: str
+  podman_shm_size:
+    description:
+      - Podman's C(shm_size) in the C(podman) context's containers.conf drop-in, the C(/dev/shm)
+        of new Podman containers (C(8G), base 1024; Podman's default is 64 MB); unset leaves it
+        alone. An unparsable size fails naming this option before anything is written.
+    type: str
   on_conflict:
     description:
       - C(fail) refuses a profile that a file read later (a later limits.d file, a later
@@ -355,6 +361,7 @@ def main():
             contexts=dict(type='list', elements='str', default=[], choices=pp.CONTEXTS),
             units=dict(type='list', elements='str', default=[]),
             docker_shm_size=dict(type='str'),
+            podman_shm_size=dict(type='str'),
             on_conflict=dict(type='str', choices=['fail', 'warn'], default='fail'),
             on_override=dict(type='str', choices=['warn', 'fail'], default='warn'),
             force=dict(type='bool', default=False),

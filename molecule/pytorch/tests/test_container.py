@@ -5,25 +5,11 @@ same job (1 rank x 2 workers, batches of four 8 MB tensors) fails at Docker's de
 the job's /dev/shm (default-shm-size); an image without torch is refused naming the field
 before anything runs."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.environ.get('MOLECULE_PROJECT_DIRECTORY',
-                      os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
-RESULTS = os.path.join(ROOT, 'build', 'molecule', 'pytorch', 'results')
-sys.path.insert(0, os.path.join(ROOT, 'tests'))
-from scenario_support import ansible_command  # noqa: E402
-IMAGE = 'gpufleet-torch:debian12'
-SHM_ERRORS = ('No space left on device', 'Bus error', 'insufficient shared memory')
-MB = 1024 * 1024
-
-
-def results(host, folder):
-    with open(os.path.join(RESULTS, folder, '%s.json' % host.check_output('hostname'))) as handle:
-        return json.load(handle)
+from container_support import (IMAGE, MB, SHM_ERRORS, assert_nothing_ran, results,
+                               run_bad_image, volumes)
 
 
 def test_the_image_has_torch_and_is_one_small_layer(host):
@@ -60,6 +46,17 @@ def test_after_tuning_the_same_job_passes_in_the_container(host):
     assert data['job']['contexts']['container']['fits'] is True
     config = json.loads(host.file('/etc/docker/daemon.json').content_string)
     assert config['default-shm-size'] == '512M'
+    # issue 13: the explicit SELinux label z on both mounts, which Docker takes without
+    # SELinux; the run before (auto, a node without SELinux) had none
+    assert run['engine'] == 'docker' and run['selinux_label'] == 'z'
+    assert volumes(run['command']) == [
+        '/usr/local/libexec/gpufleet/dataloader_smoke.py:/opt/gpufleet/dataloader_smoke.py:ro,z',
+        '/var/lib/gpufleet/dataloader-check:/var/lib/gpufleet/dataloader-check:z']
+    before = results(host, 'container-before')['contexts']['container']
+    assert before['selinux_label'] == ''
+    assert volumes(before['command']) == [
+        '/usr/local/libexec/gpufleet/dataloader_smoke.py:/opt/gpufleet/dataloader_smoke.py:ro',
+        '/var/lib/gpufleet/dataloader-check:/var/lib/gpufleet/dataloader-check']
 
 
 @pytest.mark.parametrize('image, said', [
@@ -77,17 +74,8 @@ def test_an_image_without_torch_is_refused_naming_the_field_before_anything_runs
                       'docker commit gpufleet-notorch gpufleet-notorch:test && '
                       'docker rm gpufleet-notorch; } >/dev/null', IMAGE)
     before = host.check_output('docker ps -aq --no-trunc | sort')
-    cmd = ansible_command(host, ['ansible-playbook',
-                                 os.path.join(ROOT, 'molecule', 'pytorch', 'bad_image.yml'),
-                                 '-e', 'dataloader_check_container_image=' + image,
-                                 '--limit', host.backend.host])
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    assert proc.returncode != 0, proc.stdout[-2000:]
-    assert 'dataloader_check_container_image: %s' % image in proc.stdout, proc.stdout[-2000:]
-    assert said in proc.stdout, proc.stdout[-2000:]
+    out = run_bad_image(host, '-e', 'dataloader_check_container_image=' + image)
+    assert 'dataloader_check_container_image: %s' % image in out, out[-2000:]
+    assert said in out, out[-2000:]
     # nothing ran: no check user, no script, no work directory, no container left
-    assert host.run('getent passwd gpufleet-badimage').rc == 2
-    assert not host.file('/usr/local/libexec/gpufleet-badimage').exists
-    assert not host.file('/var/lib/gpufleet-badimage').exists
-    assert host.check_output('docker ps -aq --no-trunc | sort') == before
+    assert_nothing_ran(host, 'docker', before)

@@ -24,7 +24,7 @@ class Request(object):
     def __init__(self, profile, limits, contexts, domains=('*', 'root'), units=(),
                  force=False, on_conflict='fail', dropin=None, docker_shm_size=None,
                  paths=None, slurm_conf_edit=True,
-                 containerd_create_spec=False):
+                 containerd_create_spec=False, podman_shm_size=None):
         self.profile = profile          # what the user wrote: {item: value or {soft, hard}}
         self.limits = limits            # the same, parsed: {item: Limit}
         self.contexts = list(contexts)  # the configured contexts to write
@@ -34,6 +34,7 @@ class Request(object):
         self.on_conflict = on_conflict
         self.dropin = dropin
         self.docker_shm_size = docker_shm_size  # bytes, parsed once (or None)
+        self.podman_shm_size = podman_shm_size  # containers.conf shm_size, bytes (or None)
         self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
         self.slurm_conf_edit = slurm_conf_edit
         self.containerd_create_spec = containerd_create_spec  # containerd_cri: create base specs

@@ -36,7 +36,8 @@ class Podman(Context):
 
         def plan():
             return podman_plan.plan_podman(runtime_plan.RuntimeRequest(
-                request.limits, request.paths[self.path_option], force=request.force,
+                request.limits, request.paths[self.path_option],
+                shm_size=request.podman_shm_size, force=request.force,
                 field='profile'), host, ceiling)
         return [(self.name, plan)]
 
