@@ -440,7 +440,8 @@ def main():
 
 
 def write(rows, args, dates):
-    """results.json and results.md in args.out from ``rows``."""
+    """results.json and results.md in args.out from ``rows`` (by fleet size)."""
+    rows.sort(key=lambda row: row['nodes'])
     ratios(rows)
     meta = versions()
     meta.update(date=', '.join(dates), repeat=args.repeat)
