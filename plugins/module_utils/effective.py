@@ -295,13 +295,39 @@ def argument_spec():
 
 
 def validated(params, field):
-    """``params`` checked against argument_spec() with its defaults filled in, or a
-    ProbeFailure naming ``field``.OPTION (limits_restart's ``verify``)."""
+    """``params`` checked against argument_spec() with its defaults filled in, and as probe()
+    checks them before it starts anything, or a ProbeFailure naming ``field``.OPTION
+    (limits_restart's ``verify``, checked before any restart)."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
     outcome = ArgumentSpecValidator(argument_spec()).validate(dict(params or {}))
     if outcome.error_messages:
         raise ProbeFailure('%s: %s' % (field, '; '.join(outcome.error_messages)), {})
+    try:
+        checked(outcome.validated_parameters)
+    except ProbeFailure as exc:
+        raise ProbeFailure('%s.%s' % (field, exc.msg), {})
     return outcome.validated_parameters
+
+
+def checked(params):
+    """(expected {item: Limit} or None, uid): the probe request's own checks (an image for
+    each context that needs one, the expected profile, the user), before anything runs; a
+    ProbeFailure names the option."""
+    for record in registry.REGISTRY:
+        image = record.image_option
+        if image and record.probe in params['contexts'] and not params[image]:
+            raise ProbeFailure('contexts has %s, so %s is required' % (record.probe, image), {})
+    expected = None
+    if params['expect'] is not None:
+        try:
+            expected = model.parse_profile(params['expect'], 'expect')
+        except model.LimitError as exc:
+            raise ProbeFailure(str(exc), {})
+    try:
+        uid = pwd.getpwnam(params['user']).pw_uid
+    except KeyError:
+        raise ProbeFailure('user: %s does not exist on this host' % params['user'], {})
+    return expected, uid
 
 
 def probe(host, params):
@@ -311,25 +337,13 @@ def probe(host, params):
     at the same time; default true)."""
     result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
                   ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
-    for record in registry.REGISTRY:
-        image = record.image_option
-        if image and record.probe in params['contexts'] and not params[image]:
-            raise ProbeFailure('contexts has %s, so %s is required' % (record.probe, image),
-                               result)
-
-    expected = None
-    if params['expect'] is not None:
-        try:
-            expected = model.parse_profile(params['expect'], 'expect')
-        except model.LimitError as exc:
-            raise ProbeFailure(str(exc), result)
-        result['expected'] = public_limits(expected)
-
-    user = params['user']
     try:
-        uid = pwd.getpwnam(user).pw_uid
-    except KeyError:
-        raise ProbeFailure('user: %s does not exist on this host' % user, result)
+        expected, uid = checked(params)
+    except ProbeFailure as exc:
+        raise ProbeFailure(exc.msg, result)
+    if expected is not None:
+        result['expected'] = public_limits(expected)
+    user = params['user']
 
     prober = Prober(host, params.get('timeout') or 60)
     observed = {}

@@ -116,6 +116,14 @@ class Context(object):
             raise effective.ProbeError('%s is not running, so no %s can start here' % (unit, what),
                                        kind=errors.NOT_RUNNING)
 
+    @staticmethod
+    def main_process_limits(auditor, unit):
+        """{item: {soft, hard}} of ``unit``'s running main process (what the processes it
+        starts inherit), or None when it has none."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live
+        process = systemd_live.unit_live(auditor.run, unit).get('process')
+        return systemd_live.limits_dict(process) if process else None
+
     def report(self, auditor):
         """(the read-only report of its files, or None when absent; warnings)."""
         return None, []

@@ -22,7 +22,6 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
@@ -174,11 +173,9 @@ class ContainerdCri(Context):
                 report['spec_index'][item.name] = index
         unit, _pending, _error = info.unit_report(auditor.run, UNIT, False)
         report['containerd_configured'] = unit['configured']
-        rc, out, _err = auditor.run(['systemctl', 'show', '-p', 'MainPID', '--value', UNIT])
-        pid = out.strip() if rc == 0 else ''
-        if pid.isdigit() and pid != '0':
-            report['containerd'] = dict((item, limit.as_dict()) for item, limit in
-                                        host_limits.proc_limits(pid).items())
+        process = self.main_process_limits(auditor, UNIT)
+        if process is not None:
+            report['containerd'] = process
         return report, []
 
     def audit_probe(self, report, auditor):

@@ -17,7 +17,6 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
@@ -126,11 +125,9 @@ class Slurm(Context):
                                         setting='%s=%s' % (entry.name, entry.value))
         unit, _pending, _error = info.unit_report(auditor.run, UNIT, False)
         report['slurmd_configured'] = unit['configured']
-        rc, out, _err = auditor.run(['systemctl', 'show', '-p', 'MainPID', '--value', UNIT])
-        pid = out.strip() if rc == 0 else ''
-        if pid.isdigit() and pid != '0':
-            report['slurmd'] = dict((item, limit.as_dict()) for item, limit in
-                                    host_limits.proc_limits(pid).items())
+        process = self.main_process_limits(auditor, UNIT)
+        if process is not None:
+            report['slurmd'] = process
         warnings = []
         leaking = [item for item in sorted(auditor.params['profile'])
                    if report['propagated'].get(item)]

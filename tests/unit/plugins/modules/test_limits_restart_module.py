@@ -72,3 +72,16 @@ def test_check_mode_probes_nothing(tmp_path):
     result = run_module(tmp_path, dict(docker=True, verify=dict(contexts=['login'])),
                         check=True)
     assert result['changed'] is True and 'verified' not in result
+
+
+def test_a_probe_request_that_cannot_run_is_refused_before_any_restart(tmp_path):
+    # the probe's own checks (an image where a context needs one, the user, the profile) run
+    # before the restarts, not after them
+    for verify, expected in ((dict(contexts=['docker']), 'verify.contexts has docker, so '
+                              'docker_image is required'),
+                             (dict(contexts=[], user='gpufleet-nobody-here'),
+                              'verify.user: gpufleet-nobody-here does not exist'),
+                             (dict(contexts=[], expect={'nofile': 'lots'}), 'verify.expect')):
+        result = run_module(tmp_path, dict(reexec=True, verify=verify))
+        assert result['failed'] is True and result['msg'].startswith(expected), result
+        assert result['done'] == [] and 'verified' not in result
