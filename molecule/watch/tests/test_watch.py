@@ -1,12 +1,15 @@
 """Drift watch with the real parts: the timer, node_exporter's textfile collector, Prometheus'
 rules and HTTP API. Tests run in file order: clean node, drift and re-tune, faults."""
 import json
+import os
+import subprocess
 import time
 
 import pytest
 from conftest import (CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
-                      REMOVE, UNIT, api, firing, journal_since, key, metrics, query, wait_for)
-from scenario_support import run_playbook
+                      REMOVE, ROOT, UNIT, api, firing, journal_since, key, metrics, query,
+                      wait_for)
+from scenario_support import ansible_command, run_playbook
 
 DRIFTS = {('login', 'nofile'), ('unit:gpufleet-sleeper.service', 'nofile'), ('docker', 'nofile')}
 
@@ -233,3 +236,33 @@ def test_state_absent_removes_the_watch(host):
     assert host.run('systemctl is-active %s.timer' % UNIT).stdout.strip() != 'active'
     rc, out = run_playbook(host, REMOVE)
     assert rc == 0 and 'changed=0' in out, out
+
+
+def tune_playbook(host, *args):
+    """playbooks/tune_gpu_nodes.yml on the node with converge.yml's profile; (rc, output)."""
+    extra = {'gpufleet_hosts': host.backend.host,
+             'limits_profile': {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'},
+             'limits_units': ['gpufleet-sleeper.service'],
+             'limits_verify_docker_image': 'tiny:latest'}
+    cmd = ansible_command(host, ['ansible-playbook',
+                                 os.path.join(ROOT, 'playbooks', 'tune_gpu_nodes.yml'),
+                                 '-e', json.dumps(extra)] + list(args))
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout
+
+
+def test_the_tuning_playbook_installs_the_watch_only_when_asked(host):
+    """tune_gpu_nodes.yml's watch play: -e gpufleet_limits_watch=true installs the watch (tag
+    watch); without it the play has no hosts, so a run costs nothing per host for it."""
+    rc, out = tune_playbook(host, '--tags', 'watch')
+    assert rc == 0, out
+    assert 'skipping: no hosts matched' in out, out
+    assert not host.file('/etc/systemd/system/%s.timer' % UNIT).exists
+    rc, out = tune_playbook(host, '--tags', 'watch', '-e', 'gpufleet_limits_watch=true')
+    assert rc == 0, out
+    assert host.service('%s.timer' % UNIT).is_enabled
+    assert json.loads(host.file(PROFILE).content_string)['profile'] == {
+        'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
+    rc, out = run_playbook(host, REMOVE)
+    assert rc == 0, out
