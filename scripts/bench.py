@@ -148,6 +148,24 @@ def node_cpu_s(nodes):
     return total
 
 
+def cpu_ticks():
+    """(steal, total) jiffies of this machine's CPUs (/proc/stat), or None."""
+    try:
+        with open('/proc/stat') as handle:
+            fields = [int(f) for f in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is inside user)
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_pct(before, after):
+    """The share of CPU time the hypervisor gave to others between two cpu_ticks()."""
+    if None in (before, after) or after[1] <= before[1]:
+        return None
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+
+
 def controller_cpu_s():
     """CPU seconds of the ansible processes this script waited for (user + system)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -155,19 +173,21 @@ def controller_cpu_s():
 
 
 def run(nodes, command, transport):
-    """(wall seconds, {host: counts}, output, node CPU s, controller CPU s) of one ansible
-    command; exits on failure."""
+    """(wall seconds, {host: counts}, output, node CPU s, controller CPU s, steal %) of one
+    ansible command; exits on failure."""
     command = list(command)
     if transport == 'mitogen':
         command[0] = os.path.join(MITOGEN_VENV, 'bin', command[0])
     command[1:1] = ['-i', INVENTORIES[transport]]
     with tempfile.NamedTemporaryFile(suffix='.json') as counts:
         cpu_before, own_before = node_cpu_s(nodes), controller_cpu_s()
+        ticks_before = cpu_ticks()
         start = time.monotonic()
         proc = subprocess.run(command, env=ansible_env(nodes, counts.name, transport), cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, check=False)
         wall = time.monotonic() - start
+        steal = steal_pct(ticks_before, cpu_ticks())
         cpu_after, own_after = node_cpu_s(nodes), controller_cpu_s()
         with open(counts.name) as handle:
             text = handle.read()
@@ -179,16 +199,18 @@ def run(nodes, command, transport):
         raise SystemExit('%s: counted %d hosts, expected %d' % (' '.join(command), len(hosts),
                                                                 nodes))
     node_cpu = (cpu_after - cpu_before) if None not in (cpu_before, cpu_after) else None
-    return wall, hosts, proc.stdout, node_cpu, own_after - own_before
+    return wall, hosts, proc.stdout, node_cpu, own_after - own_before, steal
 
 
 def measure(nodes, transport, approach, phase, command, repeat, expect):
     """Run ``command`` ``repeat`` times; one result row (median wall time)."""
-    walls, per_host, changed, node_cpu, own_cpu = [], [], [], [], []
+    walls, per_host, changed, node_cpu, own_cpu, steals = [], [], [], [], [], []
     for attempt in range(repeat):
-        wall, hosts, output, node, own = run(nodes, command, transport)
+        wall, hosts, output, node, own, steal = run(nodes, command, transport)
         walls.append(wall)
         own_cpu.append(own)
+        if steal is not None:
+            steals.append(steal)
         if node is not None:
             node_cpu.append(node)
         per_host = sorted(set(h['invocations'] for h in hosts.values()))
@@ -198,13 +220,15 @@ def measure(nodes, transport, approach, phase, command, repeat, expect):
             raise SystemExit('%s %s at N=%d over %s, run %d: %s\n%s' % (
                 approach, phase, nodes, transport, attempt + 1, problem, output[-6000:]))
         log('N=%d %s %s %s: %.2f s, invocations/host %s, changed/host %s, load %.2f, '
-            'CPU s: nodes %s, controller %.2f' % (
+            'CPU s: nodes %s, controller %.2f, steal %s%%' % (
                 nodes, transport, approach, phase, wall, per_host, changed, os.getloadavg()[0],
-                '%.2f' % node if node is not None else '?', own))
+                '%.2f' % node if node is not None else '?', own,
+                '%.1f' % steal if steal is not None else '?'))
     wall = statistics.median(walls)
     cpu = dict(controller_cpu_s_per_host=round(statistics.median(own_cpu) / nodes, 3),
                node_cpu_s_per_host=(round(statistics.median(node_cpu) / nodes, 3)
-                                    if node_cpu else None))
+                                    if node_cpu else None),
+               steal_pct=round(statistics.median(steals), 1) if steals else None)
     return dict(nodes=nodes, transport=transport, approach=approach, load_1m=round(os.getloadavg()[0], 2), phase=phase, wall_s=round(wall, 2),
                 per_host_s=round(wall / nodes, 3),
                 invocations_per_host=per_host[-1] if len(per_host) == 1 else per_host,
@@ -274,19 +298,23 @@ def save_partial(rows):
 
 
 def series(nodes, repeat, transport):
-    """Every approach over one transport, from the reset state."""
+    """Every approach over one transport, from the reset state. The ping floor is measured
+    right before our rerun and audit, which are compared with it: this machine's speed drifts
+    over minutes (other tenants' CPU steal), and a floor measured before the usual approach's
+    runs was minutes older than the rows it divided."""
+    ping = ['ansible', 'gpu_nodes', '-m', 'ansible.builtin.ping']
     # An untimed ping first: the first command over SSH opens every host's ControlPersist
     # connection, which the later runs reuse; the floor must not carry that cost alone.
-    run(nodes, ['ansible', 'gpu_nodes', '-m', 'ansible.builtin.ping'], transport)
-    rows = [measure(nodes, transport, 'ping', 'rerun',
-                    ['ansible', 'gpu_nodes', '-m', 'ansible.builtin.ping'], repeat, no_check)]
+    run(nodes, ping, transport)
     usual = ['ansible-playbook', os.path.join(OUT_DIR, 'usual.yml')]
-    rows.append(measure(nodes, transport, 'usual', 'converge', usual, 1, all_changed))
+    rows = [measure(nodes, transport, 'usual', 'converge', usual, 1, all_changed)]
     rows.append(measure(nodes, transport, 'usual', 'rerun', usual, repeat, none_changed))
     on_nodes(nodes, RESET)
     ours = ['ansible-playbook', os.path.join(ROOT, 'playbooks', 'tune_gpu_nodes.yml'),
             '--tags', 'limits']
     rows.append(measure(nodes, transport, 'gpufleet', 'converge', ours, 1, all_changed))
+    run(nodes, ping, transport)
+    rows.insert(0, measure(nodes, transport, 'ping', 'rerun', ping, repeat, no_check))
     rows.append(measure(nodes, transport, 'gpufleet', 'rerun', ours, repeat, none_changed))
     report_dir = os.path.join(LAB_DIR, 'audit')
     audit = ['ansible-playbook', os.path.join(ROOT, 'playbooks', 'audit_limits.yml'), '-e',
@@ -381,21 +409,28 @@ def markdown(rows, meta):
              'used during the run per host (their cgroups: modules, sshd, probes, restarts), '
              'and `cpu floor` their sum times N over the %s CPUs: the shortest wall time this '
              'machine allows for that work, since the nodes share its CPUs. On a real fleet each '
-             'node has its own CPUs, and only the controller part adds up.' % meta['cpus'], '',
+             'node has its own CPUs, and only the controller part adds up. `steal %%` (runs from '
+             'this version of the script on) is the share of this virtual machine\'s CPU time '
+             'that its hypervisor gave to other guests during the runs (/proc/stat): the same '
+             'work takes longer, and its CPU seconds read higher, when it is high. The ping floor '
+             'runs right before our rerun and audit, which are divided by it (from this '
+             'version of the script on; before, it ran first).' % meta['cpus'], '',
              '| nodes | transport | approach | phase | wall_s | per_host_s | invocations/host '
-             '| x ping | x usual | ctl cpu/host | node cpu/host | cpu floor s | load |',
+             '| x ping | x usual | ctl cpu/host | node cpu/host | cpu floor s | load | steal % |',
              '| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: '
-             '| ---: |']
+             '| ---: | ---: |']
     for r in rows:
         ctl, node = r.get('controller_cpu_s_per_host'), r.get('node_cpu_s_per_host')
         floor = ((ctl + node) * r['nodes'] / meta['cpus']
                  if None not in (ctl, node) and meta['cpus'] else None)
-        lines.append('| %d | %s | %s | %s | %.2f | %.3f | %s | %.2f | %s | %s | %s | %s | %.2f |' % (
+        steal = r.get('steal_pct')
+        lines.append('| %d | %s | %s | %s | %.2f | %.3f | %s | %.2f | %s | %s | %s | %s | %.2f | %s |' % (
             r['nodes'], r['transport'], r['approach'], r['phase'], r['wall_s'], r['per_host_s'],
             r['invocations_per_host'], r['vs_ping'],
             '%.2f' % r['vs_usual'] if r['vs_usual'] is not None else '',
             '%.3f' % ctl if ctl is not None else '', '%.3f' % node if node is not None else '',
-            '%.1f' % floor if floor is not None else '', r['load_1m']))
+            '%.1f' % floor if floor is not None else '', r['load_1m'],
+            '%.1f' % steal if steal is not None else ''))
     lines += ['', '## Targets', '', '| target | measured | met |', '| --- | ---: | --- |']
     for name, value, met in verdicts(rows):
         lines.append('| %s | %s | %s |' % (name, value, 'yes' if met else '**no**'))
