@@ -29,9 +29,10 @@ from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
 
-DROPIN = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
+DROPIN = runtime_paths.CONTAINERS_DROPIN
 TABLE = 'containers'
 ULIMITS_KEY = 'default_ulimits'
 SHM_KEY = 'shm_size'
@@ -43,7 +44,7 @@ SHM_KEY = 'shm_size'
 MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf')
 # The file written instead of a drop-in where Podman reads none (before 3.3).
 ETC_MAIN = MAIN_FILES[1]
-DROPIN_DIRS = ('/etc/containers/containers.conf.d',)
+DROPIN_DIRS = (runtime_paths.CONTAINERS_DROPIN_DIR,)
 
 
 class TomlError(errors.Error, ValueError):

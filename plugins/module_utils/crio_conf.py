@@ -27,11 +27,12 @@ from collections import OrderedDict
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as toml
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import read_bytes
 
-MAIN = '/etc/crio/crio.conf'
-DROPIN_DIR = '/etc/crio/crio.conf.d'
-DROPIN = '/etc/crio/crio.conf.d/90-gpufleet-tuning.conf'
+MAIN = runtime_paths.CRIO_MAIN
+DROPIN_DIR = runtime_paths.CRIO_DROPIN_DIR
+DROPIN = runtime_paths.CRIO_DROPIN
 TABLE = 'crio.runtime'
 KEY = 'default_ulimits'
 HEADER = ('# Managed by gpufleet.tuning (crio_ulimits, the crio context of limits_profile): '

@@ -37,8 +37,9 @@ import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths
 
-SLURM_CONF = '/etc/slurm/slurm.conf'
+SLURM_CONF = runtime_paths.SLURM_CONF
 
 # slurm_rlimits_info.c, in its order: Slurm's name -> the limit model's item
 RLIMITS = (('CPU', 'cpu'), ('FSIZE', 'fsize'), ('DATA', 'data'), ('STACK', 'stack'),

@@ -332,7 +332,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
@@ -340,6 +339,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_pat
 
 def login_baseline(module, user):
     """{login: {command, limits}} of a login session of ``user`` now."""
+    # imported here: only a run that changes something takes a baseline
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+
     command = registry.named('pam').probe_command(user, None, {})
     rc, out, err = module.run_command(command, environ_update=commands.c_env())
     entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 UNIT = 'crio.service'
@@ -21,14 +21,15 @@ UNIT = 'crio.service'
 
 class Crio(Context):
     name = 'crio'
-    files = (crio_conf.MAIN, crio_conf.DROPIN_DIR + '/*')
+    files = (rtpaths.CRIO_MAIN, rtpaths.CRIO_DROPIN_DIR + '/*')
     path_option = 'crio_dropin'
-    target = crio_conf.DROPIN
+    target = rtpaths.CRIO_DROPIN
     restart_rank = 1
     fallback = "crio.service's own limits (inherited when no file sets default_ulimits)"
 
     def detect(self, root=''):
-        return os.path.isfile(root + crio_conf.MAIN) or os.path.isdir(root + crio_conf.DROPIN_DIR)
+        return (os.path.isfile(root + rtpaths.CRIO_MAIN)
+                or os.path.isdir(root + rtpaths.CRIO_DROPIN_DIR))
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_plan

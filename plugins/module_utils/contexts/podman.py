@@ -9,11 +9,11 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
-DROPIN = cc.DROPIN
+DROPIN = rtpaths.CONTAINERS_DROPIN
 PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
 
 
@@ -22,7 +22,7 @@ class Podman(Context):
     probe = 'podman'
     image_option = 'podman_image'
     files = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf',
-             '/etc/containers/containers.conf.d/*.conf')
+             rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf')
     path_option = 'podman_dropin'
     target = DROPIN
     fallback = "Podman's built-in default"

@@ -19,7 +19,7 @@ import os
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
@@ -35,9 +35,11 @@ SUBMIT_SHELL = ('ulimit -S -n 1024 2>/dev/null; ulimit -S -l 8192 2>/dev/null; '
 
 def leak_text(names, entry):
     """Why jobs get less: the items slurm.conf propagates from the submit shell."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
+
     where = ('%s (%s=%s)' % (entry.where, entry.name, entry.value) if entry is not None
              else '%s sets neither PropagateResourceLimits nor ...Except (default ALL)'
-             % sc.SLURM_CONF)
+             % rtpaths.SLURM_CONF)
     defaults = ', '.join('%s %s' % (item, model.format_human(item, SUBMIT_DEFAULTS[item]))
                          for item in names if item in SUBMIT_DEFAULTS)
     return ('%s: jobs take %s from the submitting shell, not from slurmd: a job submitted '
@@ -51,17 +53,18 @@ class Slurm(Context):
     name = 'slurm'
     probe = 'slurm_job'
     units = (UNIT,)
-    files = (sc.SLURM_CONF, '/etc/systemd/system/slurmd.service.d/*.conf')
+    files = (rtpaths.SLURM_CONF, '/etc/systemd/system/slurmd.service.d/*.conf')
     path_option = 'slurm_conf'
-    target = sc.SLURM_CONF
+    target = rtpaths.SLURM_CONF
     restart_rank = 2
     fallback = 'slurmd.service (the unit file or the manager default)'
 
     def detect(self, root=''):
-        return sdpaths.unit_exists(UNIT, root) and os.path.isfile(root + sc.SLURM_CONF)
+        return sdpaths.unit_exists(UNIT, root) and os.path.isfile(root + rtpaths.SLURM_CONF)
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
 
         def plan():
             path = request.paths[self.path_option]
@@ -109,6 +112,7 @@ class Slurm(Context):
         if self.name not in auditor.present:
             return None, []
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
         report = dict(slurm_conf=sc.SLURM_CONF, propagated={}, decided_by=None, slurmd={},
                       slurmd_configured={}, error=None)
         try:
@@ -140,6 +144,7 @@ class Slurm(Context):
         with where it comes from (the slurmd drop-in line, the slurm.conf line)."""
         if not report or report.get('error'):
             return {}
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
         decided = report['decided_by']
         conf = ('%s %s' % (decided['where'], decided['setting']) if decided
                 else '%s (no PropagateResourceLimits line: ALL)' % report['slurm_conf'])
