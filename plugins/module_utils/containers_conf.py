@@ -41,7 +41,7 @@ SHM_KEY = 'shm_size'
 # no /usr/share/containers/containers.conf.d. Podman before 3.3 reads no drop-in directory
 # (versions.py). A user's own $HOME/.config/containers/containers.conf(.d) comes after them all
 # (rootless; root's too from Podman 5): user_overrides reports them, the planners do not edit them.
-MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf')
+MAIN_FILES = runtime_paths.CONTAINERS_MAIN_FILES
 # The file written instead of a drop-in where Podman reads none (before 3.3).
 ETC_MAIN = MAIN_FILES[1]
 DROPIN_DIRS = (runtime_paths.CONTAINERS_DROPIN_DIR,)

@@ -14,7 +14,9 @@ __metaclass__ = type
 CRIO_MAIN = '/etc/crio/crio.conf'
 CRIO_DROPIN_DIR = '/etc/crio/crio.conf.d'
 CRIO_DROPIN = CRIO_DROPIN_DIR + '/90-gpufleet-tuning.conf'
-# Podman (containers/common): the collection's containers.conf drop-in.
+# Podman (containers/common): the main files root's Podman reads, in order, and the
+# collection's containers.conf drop-in.
+CONTAINERS_MAIN_FILES = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf')
 CONTAINERS_DROPIN_DIR = '/etc/containers/containers.conf.d'
 CONTAINERS_DROPIN = CONTAINERS_DROPIN_DIR + '/90-gpufleet-tuning.conf'
 # Slurm: the file slurmctld and slurmd read (Debian's slurm-wlm packages).

@@ -21,8 +21,7 @@ class Podman(Context):
     name = 'podman'
     probe = 'podman'
     image_option = 'podman_image'
-    files = ('/usr/share/containers/containers.conf', '/etc/containers/containers.conf',
-             rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf')
+    files = rtpaths.CONTAINERS_MAIN_FILES + (rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf',)
     path_option = 'podman_dropin'
     target = DROPIN
     fallback = "Podman's built-in default"

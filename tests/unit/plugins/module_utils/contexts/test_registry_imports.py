@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The context registry and limits_profile import no parser of a context they are not planning:
+an idempotent rerun on a node without CRI-O, Podman or Slurm compiles none of their code
+(runtime_paths gives the registry their paths), and the login baseline's probe code is imported
+only when a run takes a baseline. Checked in a fresh interpreter, where nothing else has
+imported them yet."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import subprocess
+import sys
+
+import conftest
+
+UTILS = 'ansible_collections.gpufleet.tuning.plugins.module_utils.'
+LAZY = ['crio_conf', 'containers_conf', 'slurm_conf', 'effective']
+
+
+def loaded_after(statement):
+    code = ('import sys, json\nsys.path.insert(0, %r)\n%s\nprint(json.dumps(sorted(sys.modules)))'
+            % (conftest.COLLECTIONS, statement))
+    out = subprocess.check_output([sys.executable, '-c', code], universal_newlines=True)
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_registry_and_module_leave_the_parsers_out():
+    loaded = loaded_after('import ansible_collections.gpufleet.tuning.plugins.modules.limits_profile')
+    assert UTILS + 'contexts' in loaded
+    assert UTILS + 'runtime_paths' in loaded
+    assert [name for name in LAZY if UTILS + name in loaded] == []
+
+
+def test_planning_a_context_imports_its_parser():
+    loaded = loaded_after(
+        'from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts\n'
+        'from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm\n'
+        'slurm.leak_text(["nofile"], None)')
+    assert UTILS + 'slurm_conf' in loaded
