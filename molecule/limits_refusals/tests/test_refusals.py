@@ -1,8 +1,12 @@
 """The limits role's refusals, its verification failure with and without rollback, and a dockerd
 restart left pending by policy, on a node converged with BASELINE."""
 # The fixtures unchanged and site_file come from conftest.py.
-from conftest import (BASELINE, FILES, checksums, container_limits, login_limits, run_role,
-                      service_limits, user_service_limits)
+import json
+import os
+import subprocess
+
+from conftest import (BASE, BASELINE, FILES, ROOT, ansible_command, checksums, container_limits,
+                      login_limits, run_role, service_limits, user_service_limits)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
 
 LOWER = {'nofile': 12288, 'nproc': 8192, 'memlock': '8MiB'}
@@ -206,3 +210,37 @@ def test_logind_remove_ipc_and_linger(host):
         host.run('loginctl disable-linger gpufleet-nolinger; userdel -r gpufleet-nolinger; '
                  'rm -f %s; systemctl restart systemd-logind' % LOGIND_DROPIN)
     assert host.check_output(REMOVE_IPC) == 'b true'
+
+
+def run_tune_playbook(host, **variables):
+    """playbooks/tune_gpu_nodes.yml --tags limits (the role imported with ansible's own argument
+    validation off) with BASE plus ``variables``; returns (rc, whitespace-normalised output)."""
+    extra = dict(BASE, gpufleet_hosts='all', **variables)
+    cmd = ansible_command(host, ['ansible-playbook', os.path.join(ROOT, 'playbooks',
+                                                                  'tune_gpu_nodes.yml'),
+                                 '--tags', 'limits', '-e', json.dumps(extra),
+                                 '--limit', host.backend.host])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    return proc.returncode, ' '.join(proc.stdout.replace('\\n', ' ').split())
+
+
+BAD_OPTIONS = {'limits_docker_restart': 'sometimes', 'limits_verify': 'maybe'}
+
+
+def test_bad_role_options_are_refused_naming_them_before_any_change(host, unchanged):
+    """The role's options are checked against meta/argument_specs.yml before anything on the
+    node changes: by ansible's validation task where the role is listed under `roles`, and by
+    the gpufleet.tuning.role_arguments lookup in the first task where tune_gpu_nodes.yml imports
+    it with that task off. Both name each bad option."""
+    for run in (run_role, run_tune_playbook):
+        rc, out = run(host, limits_profile=BASELINE, **BAD_OPTIONS)
+        assert rc == 2, out
+        assert 'Validation of arguments failed' in out, out
+        assert ('value of limits_docker_restart must be one of: when_idle, always, never, got: '
+                'sometimes') in out, out
+        assert 'limits_verify' in out and 'bool' in out, out
+        assert 'changed=0' in out, out
+        if run is run_tune_playbook:
+            assert 'Validating arguments' not in out, out
+            assert "failed for role gpufleet.tuning.limits (entry point 'main')" in out, out

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The role_arguments lookup against the limits role's real meta/argument_specs.yml, through
+ansible's own Templar and lookup loader: what ansible's validation task accepts it accepts, and
+what that task refuses it refuses with the same messages."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+import conftest  # noqa: F401 (the collection on sys.path)
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+from ansible_collections.gpufleet.tuning.plugins.lookup import role_arguments
+
+LOADER = DataLoader()
+OPTIONS = role_arguments.role_options('limits', load=LOADER.load_from_file)
+
+
+def lookup(variables, *terms):
+    templar = Templar(loader=LOADER, variables=variables)
+    module = role_arguments.LookupModule(loader=LOADER, templar=templar)
+    return module.run(list(terms), variables=variables)
+
+
+def ansible_messages(values):
+    """What ansible's own validate_argument_spec says about ``values``."""
+    return ArgumentSpecValidator(OPTIONS).validate(
+        values, validate_role_argument_spec=True).error_messages
+
+
+def test_the_spec_is_the_role_spec():
+    assert 'limits_profile' in OPTIONS and 'limits_docker_restart' in OPTIONS
+    assert OPTIONS['limits_docker_restart']['choices'] == ['when_idle', 'always', 'never']
+
+
+def test_good_options_pass():
+    values = {'limits_profile': {'nofile': 16384}, 'limits_docker_restart': 'never',
+              'limits_verify': 'yes', 'unrelated': object()}
+    assert lookup(values, 'limits') == [True]
+    assert lookup({}, 'limits') == [True]
+
+
+@pytest.mark.parametrize('values', [
+    {'limits_docker_restart': 'sometimes'},
+    {'limits_verify': 'maybe'},
+    {'limits_profile': ['nofile']},
+    {'limits_docker_restart': 'sometimes', 'limits_verify': 'maybe'},
+])
+def test_bad_options_fail_with_ansibles_own_messages(values):
+    expected = ansible_messages(values)
+    assert expected
+    with pytest.raises(AnsibleError) as caught:
+        lookup(values, 'limits')
+    text = str(caught.value)
+    assert "Validation of arguments failed for role gpufleet.tuning.limits (entry point 'main')" in text
+    for message in expected:
+        assert message in text
+    for name in values:
+        assert name in text
+
+
+def test_an_unknown_role_or_entry_point_is_an_error():
+    with pytest.raises(AnsibleError, match='has no meta/argument_specs.yml'):
+        lookup({}, 'no_such_role')
+    with pytest.raises(AnsibleError, match="has no entry point 'other'"):
+        role_arguments.role_options('limits', 'other', load=LOADER.load_from_file)
