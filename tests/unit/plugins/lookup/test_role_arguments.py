@@ -10,7 +10,8 @@ __metaclass__ = type
 
 import pytest
 
-import conftest  # noqa: F401 (the collection on sys.path)
+# conftest puts the collection on sys.path.
+import conftest  # noqa: F401 pylint: disable=unused-import
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
