@@ -129,10 +129,17 @@ def write_script(layout, clean):
     return ' && '.join(script)
 
 
+def show_names(prefix):
+    return ['%sLimit%s%s' % (prefix, rlimit, soft) for rlimit in SHOW for soft in ('', 'Soft')]
+
+
+def show_raw(host, prefix, unit=''):
+    out = host.check_output('systemctl show --property=%s %s' % (','.join(show_names(prefix)), unit))
+    return dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+
+
 def show(host, prefix, unit=''):
-    props = ','.join('%s%s,%s%sSoft' % (prefix, 'Limit' + i, prefix, 'Limit' + i) for i in SHOW)
-    out = host.check_output('systemctl show --property=%s %s' % (props, unit))
-    values = dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+    values = show_raw(host, prefix, unit)
     result = {}
     for rlimit in SHOW:
         item = m.item_from_systemd_key('Limit' + rlimit)
@@ -170,10 +177,13 @@ def compare(configured, live, baseline, context):
 
 
 @pytest.mark.parametrize('case', range(CASES))
-def test_manager_configured_equals_systemctl_show(host, module, pristine_manager, case):
+def test_manager_configured_equals_systemctl_show(host, module, pristine_manager, bus, case):
     layout = manager_layout(case)
     host.check_output(write_script(layout, MANAGER_CLEAN) + ' && systemctl daemon-reexec')
     live = show(host, 'Default')
+    # the modules read the live defaults over the manager's private socket (systemd_bus):
+    # the same text as systemctl show, for every layout
+    assert bus('properties', show_names('Default')) == show_raw(host, 'Default'), layout
     ok, result, out = module('gpufleet.tuning.systemd_limits_info', {'scope': 'system'})
     assert ok, out
     configured = result['manager']['configured']

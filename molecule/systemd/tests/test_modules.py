@@ -1,7 +1,7 @@
 """Module behaviour on the node: info report, conflicts, guards, check and diff mode, absent."""
 import pytest
 
-from conftest import SYSTEM_DROPIN, USER_DROPIN, UNIT, UNIT_DROPIN, checksums
+from conftest import SYSTEM_DROPIN, UID, UNIT, UNIT_DROPIN, USER_DROPIN, as_user, checksums
 
 MANAGED = [SYSTEM_DROPIN, USER_DROPIN, UNIT_DROPIN]
 LATE = '/run/systemd/system.conf.d/99-late.conf'
@@ -130,3 +130,21 @@ def test_absent_removes_only_its_keys_then_the_file(host, module):
     ok, result, out = module('gpufleet.tuning.systemd_limits', {
         'unit': 'gpufleet-scratch', 'state': 'absent'})
     assert ok and not result['changed'], out
+
+
+def test_the_private_socket_answers_as_systemctl_does(host, bus):
+    """systemd_bus against this node's systemd: the user manager's defaults (root talks to
+    /run/user/UID/systemd/private) and the running user managers, as systemctl shows them;
+    the modules fall back to systemctl only when the socket does not answer."""
+    names = ['DefaultLimit%s%s' % (item, soft) for item in ('NOFILE', 'NPROC', 'MEMLOCK', 'CORE')
+             for soft in ('', 'Soft')]
+    shown = host.check_output(as_user('systemctl --user show --property=%s' % ','.join(names)))
+    expected = dict(line.split('=', 1) for line in shown.splitlines())
+    assert bus('properties', names, UID) == expected
+    assert expected['DefaultLimitNOFILESoft'] == '3000'
+    listed = host.check_output('systemctl list-units --type=service --state=running --plain '
+                               '--no-legend --no-pager "user@*.service"')
+    units = bus('units', ['running'], ['user@*.service'])
+    assert sorted(unit[0] for unit in units) == sorted(line.split()[0] for line in listed.splitlines())
+    assert 'user@%d.service' % UID in [unit[0] for unit in units]
+    assert bus('units', ['running'], ['no-such-unit-*.service']) == []

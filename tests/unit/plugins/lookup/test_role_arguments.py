@@ -8,12 +8,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import sys
+
 import pytest
+
+if sys.version_info < (3, 11):
+    pytest.skip('controller code: the ansible-core it needs (2.18+) runs on Python 3.11 and later',
+                allow_module_level=True)
 
 # conftest puts the collection on sys.path.
 import conftest  # noqa: F401 pylint: disable=unused-import
 
-from ansible.errors import AnsibleError
+from ansible.errors import AnsibleError  # noqa: E402 pylint: disable=wrong-import-position
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
