@@ -478,6 +478,7 @@ def write(rows, args, dates):
     """results.json and results.md in args.out from ``rows`` (by fleet size)."""
     rows.sort(key=lambda row: row['nodes'])
     ratios(rows)
+    os.makedirs(args.out, exist_ok=True)
     meta = versions()
     meta.update(date=', '.join(dates), repeat=args.repeat)
     with open(os.path.join(args.out, 'results.json'), 'w') as handle:
