@@ -18,6 +18,11 @@ the same method calls go over a socket from the module's own process:
 - ``org.freedesktop.systemd1.Manager.ListUnitsByPatterns`` (systemd 230 and later) gives the
   units ``systemctl list-units --state=... PATTERN`` lists.
 
+A user's ``/run/user/UID`` belongs to that user, so what its socket answers is as much the
+user's word as what ``runuser -u USER systemctl --user show`` got from the user's own bus: it
+decides only whether that user's manager is restarted. The reader is bounded (message size,
+nesting, a timeout) and raises BusError on anything it cannot take apart.
+
 The wire format is the D-Bus specification's (https://dbus.freedesktop.org/doc/dbus-specification.html):
 SASL EXTERNAL authentication, then messages of a fixed header, header fields ``a(yv)``, and a
 body marshalled by its signature with natural alignment. Only what these calls need is
@@ -45,7 +50,7 @@ TIMEOUT_S = 5.0
 # message types and header field codes
 _METHOD_CALL, _METHOD_RETURN, _ERROR = 1, 2, 3
 _PATH, _INTERFACE, _MEMBER, _ERROR_NAME, _REPLY_SERIAL, _DESTINATION, _SIGNATURE = 1, 2, 3, 4, 5, 6, 8
-_MAX_MESSAGE = 64 * 1024 * 1024
+_MAX_MESSAGE = 16 * 1024 * 1024
 
 _FIXED = {'y': (1, 'B'), 'b': (4, 'I'), 'n': (2, 'h'), 'q': (2, 'H'), 'i': (4, 'i'),
           'u': (4, 'I'), 'x': (8, 'q'), 't': (8, 'Q'), 'd': (8, 'd'), 'h': (4, 'I')}
@@ -141,6 +146,7 @@ class _Reader:
         self.data = data
         self.order = order
         self.position = position
+        self.depth = 0
 
     def align(self, boundary):
         self.position += -self.position % boundary
@@ -153,6 +159,16 @@ class _Reader:
         return chunk
 
     def read(self, kind):
+        # the specification allows 64 levels of containers (32 arrays and 32 structs)
+        self.depth += 1
+        try:
+            if self.depth > 64:
+                raise BusError('values nested more than 64 deep')
+            return self._read(kind)
+        finally:
+            self.depth -= 1
+
+    def _read(self, kind):
         code = kind[0]
         if code in _FIXED:
             size, fmt = _FIXED[code]
@@ -309,6 +325,9 @@ class Connection:
                 return values
         except (OSError, socket.timeout) as exc:
             raise BusError('%s.%s: %s' % (interface, member, exc))
+        except (ValueError, KeyError, IndexError, TypeError, struct.error) as exc:
+            # a reply this reader cannot take apart: the caller asks systemctl instead
+            raise BusError('%s.%s: unreadable reply: %s' % (interface, member, exc))
 
     def close(self):
         try:

@@ -208,3 +208,17 @@ def test_no_socket_falls_back_to_systemctl(monkeypatch):
     assert error is None and live['nofile'] == sdlive.model.Limit(1024, 524288)
     assert sdlive.running_user_managers(run) == [('user@1001.service', 1001)]
     assert [args[1] for args in calls] == ['show', 'list-units']
+
+
+def test_deeply_nested_variants_are_refused():
+    """A reply of variants nested 100 deep (a user's own socket could send one) is a BusError,
+    not a RecursionError."""
+    body = b''
+    for _level in range(100):
+        body += b'\x01v\x00'
+    body += b'\x01u\x00' + b'\x00' * (-(len(body) + 3) % 4) + b'\x07\x00\x00\x00'
+    fields = b'\x05\x01u\x00\x01\x00\x00\x00\x08\x01g\x00\x01v\x00'
+    head = b'l\x02\x00\x01' + struct.pack('<II', len(body), 1) + struct.pack('<I', len(fields))
+    data = head + fields + b'\x00' * (-(len(head) + len(fields)) % 8) + body
+    with pytest.raises(bus.BusError, match='nested'):
+        bus.parse_message(data)
