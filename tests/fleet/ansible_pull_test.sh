@@ -48,11 +48,11 @@ line=$(echo "$first" | recap)
 echo "first run:  $line"
 changed=$(echo "$line" | sed -n 's/.*changed=\([0-9]*\).*/\1/p')
 [ "${changed:-0}" -gt 0 ] || { echo "$first" | tail -40; echo "the first run changed nothing" >&2; exit 1; }
-echo "$first" | grep -q 'Verify\|verif' || { echo "$first" | tail -40; echo "no verification task ran" >&2; exit 1; }
+grep -q 'Verify\|verif' <<<"$first" || { echo "$first" | tail -40; echo "no verification task ran" >&2; exit 1; }
 second=$(pull 2>&1) || { echo "$second" | tail -40; echo "ansible-pull: the rerun failed" >&2; exit 1; }
 line=$(echo "$second" | recap)
 echo "second run: $line"
-echo "$line" | grep -q 'changed=0 .*failed=0' || { echo "$second" | tail -40; echo "the rerun was not a no-op" >&2; exit 1; }
+grep -q 'changed=0 .*failed=0' <<<"$line" || { echo "$second" | tail -40; echo "the rerun was not a no-op" >&2; exit 1; }
 [ "$(docker exec "$node" runuser -l trainer -c 'echo $(ulimit -Sn):$(ulimit -Hn)')" = 16384:16384 ] \
   || { echo "a login session of the node does not get nofile 16384:16384" >&2; exit 1; }
 echo "ansible-pull test: converged, verified, rerun changed nothing"

@@ -18,7 +18,7 @@ start=$(date +%s)
 "$builder" build --container-runtime docker -f "$root/execution-environment.yml" \
   -c "$root/build/ee/context" -t "$image" -v 1
 echo "EE image $image built in $(( $(date +%s) - start )) s"
-docker run --rm "$image" ansible-galaxy collection list gpufleet.tuning | grep -q gpufleet.tuning \
+docker run --rm "$image" ansible-galaxy collection list gpufleet.tuning | grep gpufleet.tuning >/dev/null \
   || { echo "the EE has no gpufleet.tuning" >&2; exit 1; }
 "$root/lab/lab.sh" up >/dev/null
 # The EE runs as an unprivileged user (uid 1000, as AWX runs it): the lab's key goes in readable.
@@ -36,11 +36,11 @@ recap() { grep -E "^$node +: " | tail -1; }
 first=$(play 2>&1) || { echo "$first" | tail -40; echo "the playbook failed in the EE" >&2; exit 1; }
 line=$(echo "$first" | recap)
 echo "first run in the EE:  $line"
-echo "$line" | grep -q 'changed=[1-9]' || { echo "$first" | tail -40; echo "nothing changed" >&2; exit 1; }
+grep -q 'changed=[1-9]' <<<"$line" || { echo "$first" | tail -40; echo "nothing changed" >&2; exit 1; }
 second=$(play 2>&1) || { echo "$second" | tail -40; echo "the rerun failed in the EE" >&2; exit 1; }
 line=$(echo "$second" | recap)
 echo "second run in the EE: $line"
-echo "$line" | grep -q 'changed=0 .*failed=0' || { echo "$second" | tail -40; echo "the rerun was not a no-op" >&2; exit 1; }
+grep -q 'changed=0 .*failed=0' <<<"$line" || { echo "$second" | tail -40; echo "the rerun was not a no-op" >&2; exit 1; }
 [ "$(docker exec "$node" runuser -l trainer -c 'echo $(ulimit -Sn):$(ulimit -Hn)')" = 16384:16384 ] \
   || { echo "a login session of the node does not get nofile 16384:16384" >&2; exit 1; }
 echo "EE test: tune_gpu_nodes.yml from the EE converged the node over SSH, rerun changed nothing"
