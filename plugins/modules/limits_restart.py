@@ -32,7 +32,8 @@ description:
   - With O(verify), once every restart succeeded, probes the contexts as
     M(gpufleet.tuning.effective_limits) does with those options and returns its result in
     RV(verified); the limits role's first converge is then two module calls per host (the
-    profile and this one). Nothing is probed after a failed restart or in check mode.
+    profile and this one). With nothing to restart (a change of PAM files only) it only
+    probes. Nothing is probed after a failed restart or in check mode.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from conftest import (BASELINE, UNIT, USER, container_limits, login_limits, node, run_module,
-                      run_role, service_limits, services, snapshot, snapshot_diff, unit_limits)
+from conftest import (BASELINE, UNIT, USER, container_limits, login_limits, manager_reloads, node,
+                      run_module, run_role, service_limits, services, snapshot, snapshot_diff,
+                      unit_limits)
 
 LOWER = dict(BASELINE, nofile=12288)
 PAM_FILE = '/etc/security/limits.d/90-gpufleet-tuning.conf'
@@ -94,3 +95,24 @@ def test_failed_verification_rolls_every_file_back(host, user_line):
     assert service_limits(host)['nofile'].hard == BASELINE['nofile']
     assert unit_limits(host)['nofile'].hard == BASELINE['nofile']
     assert container_limits(host)['nofile'].hard == BASELINE['nofile']
+
+
+def test_change_that_owes_no_restart_is_verified(host, user_line):
+    """A change that owes no restart the policy allows (PAM only, limits_docker_restart never:
+    the user managers' restart waits) is still verified: the handlers' restart call, with
+    nothing to restart, only probes (no separate probe task runs on that path), so the trainer
+    line that keeps the profile from trainer's logins fails the run and the PAM file is rolled
+    back, without restarting what the policy left alone."""
+    before, reloads, running = without_backups(snapshot(host)), manager_reloads(host), services(host)
+    rc, out = run_role(host, limits_profile=LOWER, limits_contexts=['pam'], limits_units=[],
+                       limits_docker_restart='never', limits_rollback='failure')
+    assert rc != 0, out[-3000:]
+    # The restart call ran, restarted nothing ("ok", not "changed") and probed:
+    assert re.search(r'RUNNING HANDLER \[gpufleet\.tuning\.limits : Restart what the change owes'
+                     r'[^\]]*\][^\[]*ok: \[', out), out[-3000:]
+    assert manager_reloads(host) == reloads
+    assert USER in out and '2048' in out and '12288' in out, out[-3000:]
+    assert 'Roll back as limits_rollback says' in out, out[-3000:]
+    assert without_backups(snapshot(host)) == before, snapshot_diff(before, snapshot(host))
+    # The rollback did not restart the user managers either: the policy deferred their restart.
+    assert services(host) == running, out[-3000:]
