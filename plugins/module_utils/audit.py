@@ -121,9 +121,10 @@ def source_of(context, configured, actual=None, blocked=None):
 
 def rows(observed, expected, gaps, configured_by_context, items, blocked=None, predicted=()):
     """One row per probed context and profile item: actual, expected, gap sides, source and
-    ``how`` (``probed``: a new process showed it; ``predicted``: worked out from the files, the
-    contexts in ``predicted``). ``blocked``: the login lines pam_limits cannot apply
-    (:func:`unappliable`)."""
+    ``how`` (``probed``: a new process showed it; ``reused``: a new container showed it at
+    ``proved_at`` and nothing that decides it has changed since, module_utils/proofs.py;
+    ``predicted``: worked out from the files, the contexts in ``predicted``). ``blocked``: the
+    login lines pam_limits cannot apply (:func:`unappliable`)."""
     found = []
     for context, entry in observed.items():
         configured = configured_by_context.get(context, {})
@@ -133,13 +134,16 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
             source = source_of(context, configured.get(item) or {},
                                dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
                                blocked if context == 'login' else None)
-            found.append(dict(
+            row = dict(
                 context=context, item=item,
                 actual=limit['human'] if limit else '(none)',
                 expected=expected[item]['human'],
                 source=source or FALLBACK.get(context, UNIT_FALLBACK),
                 gap='+'.join(gap[0]['sides']) if gap else '',
-                how='predicted' if context in predicted else 'probed'))
+                how='predicted' if context in predicted else 'probed')
+            if entry.get('reused'):
+                row.update(how='reused', proved_at=entry['reused']['proved_at'])
+            found.append(row)
     return found
 
 
@@ -162,8 +166,8 @@ def add_predicted(probed, reports, contexts):
 
 def audit(host, params):
     """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
-    docker_image, podman_image, timeout and job (optional: the training job's shape,
-    :mod:`audit_job`)."""
+    docker_image, podman_image, timeout, probe_max_age (seconds a container probe's proof may
+    be reused: 0 never) and job (optional: the training job's shape, :mod:`audit_job`)."""
     profile = params['profile']
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
@@ -173,6 +177,9 @@ def audit(host, params):
         model.parse_profile(profile, 'profile')
     except model.LimitError as exc:
         raise AuditError(str(exc), result)
+    if (params.get('probe_max_age') or 0) < 0:
+        raise AuditError('probe_max_age: %s is below 0 (seconds; 0 starts a new container every '
+                         'time)' % params['probe_max_age'], result)
     try:
         job = audit_job.parse(params.get('job'))
     except audit_job.jd.JobError as exc:
@@ -206,7 +213,9 @@ def audit(host, params):
             podman_image=params['podman_image'], pod_image=params.get('pod_image'),
             pod_handler=params.get('pod_handler'), cri_client=params.get('cri_client'),
             run_options=[], units=params['units'],
-            expect=profile, baseline=None, timeout=params['timeout']))
+            expect=profile, baseline=None, timeout=params['timeout'],
+            probe_max_age=params.get('probe_max_age') or 0,
+            record_proofs=bool(params.get('probe_max_age')) and not host.check_mode))
     except effective.ProbeFailure as exc:
         raise AuditError(exc.msg, result)
 

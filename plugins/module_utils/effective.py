@@ -17,6 +17,7 @@ import os
 import pwd
 import shlex
 import subprocess
+import time
 from concurrent import futures
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
@@ -148,9 +149,15 @@ class ProbeError(errors.Error):
 
 
 class Prober(object):
-    def __init__(self, module, timeout=60, grace=30):
+    def __init__(self, module, timeout=60, grace=30, max_age=0, record=False):
         self.module = module
         self.timeout = timeout
+        # limits_audit's probe_max_age: a context whose run_probe can reuse a proof
+        # (module_utils/proofs.py) may for this many seconds; ``record`` stores new proofs;
+        # ``reused``: {context: when the reused proof was made (epoch seconds)}
+        self.max_age = max_age
+        self.record = record
+        self.reused = {}
         # seconds past ``timeout`` (which `timeout` enforces on the command itself) that a
         # process the command left may keep its output open
         self.grace = grace
@@ -345,7 +352,8 @@ def probe(host, params):
         result['expected'] = public_limits(expected)
     user = params['user']
 
-    prober = Prober(host, params.get('timeout') or 60)
+    prober = Prober(host, params.get('timeout') or 60, max_age=params.get('probe_max_age') or 0,
+                    record=params.get('record_proofs', False))
     observed = {}
     plan = []
     for context in CONTEXTS:
@@ -369,6 +377,11 @@ def probe(host, params):
         else:
             observed[context] = outcome
             entry['limits'] = public_limits(outcome)
+            if context in prober.reused:
+                at = prober.reused[context]
+                entry['reused'] = dict(
+                    proved_at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(at)),
+                    age_s=int(max(0, time.time() - at)))
         result['contexts'][context] = entry
 
     if expected is not None:

@@ -83,9 +83,11 @@ def build(hosts, limit=12):
     """The summary of an audit report's ``hosts`` mapping (see the module docstring):
     {hosts, audited, short_hosts, items: [{context, item, short, of, groups: [{actual, gap,
     source, count, hosts}]}], unaudited: [{why, count, hosts}], unprobed: [{context, why,
-    count, hosts}]}, items and groups sorted by how many hosts they hold."""
+    count, hosts}], reused: [{context, count, hosts, oldest}]}, items and groups sorted by how
+    many hosts they hold; ``reused``: the contexts whose rows came from an earlier probe
+    (limits_audit's probe_max_age), with the oldest proof's time."""
     hosts = hosts or {}
-    items, probed, unaudited, unprobed = {}, {}, {}, {}
+    items, probed, unaudited, unprobed, reused = {}, {}, {}, {}, {}
     short_hosts = set()
     for host, report in hosts.items():
         report = report or {}
@@ -99,6 +101,8 @@ def build(hosts, limit=12):
         for row in report.get('rows') or []:
             key = (str(row.get('context')), str(row.get('item')))
             probed.setdefault(key, set()).add(host)
+            if row.get('how') == 'reused':
+                reused.setdefault(str(row.get('context')), {})[host] = str(row.get('proved_at'))
             if not row.get('gap'):
                 continue
             short_hosts.add(host)
@@ -126,7 +130,10 @@ def build(hosts, limit=12):
         unprobed=sorted((dict(context=context, why=why, count=len(names),
                               hosts=fold_hosts(names, limit))
                          for (context, why), names in unprobed.items()),
-                        key=lambda g: (-g['count'], g['context'], g['why'])))
+                        key=lambda g: (-g['count'], g['context'], g['why'])),
+        reused=[dict(context=context, count=len(made), oldest=min(made.values()),
+                     hosts=fold_hosts(sorted(made), limit))
+                for context, made in sorted(reused.items())])
 
 
 def lines(summary, markdown=False):
@@ -138,6 +145,11 @@ def lines(summary, markdown=False):
         out += ['## Fleet summary', '', head + '.', '']
     else:
         out += ['FLEET SUMMARY: ' + head]
+    for group in summary.get('reused') or []:
+        text = ('%s: reused on %d hosts a probe made since %s (nothing that decides a new '
+                'container\'s limits changed since; audit_probe_max_age=0 starts new ones): %s'
+                % (group['context'], group['count'], group['oldest'], group['hosts']))
+        out += ['- ' + text, ''] if markdown else [text]
     if not summary['items'] and not summary['unaudited'] and not summary['unprobed']:
         out.append('every audited host meets the profile in every probed context')
         return out

@@ -82,6 +82,22 @@ options:
     description: Seconds each probe may take.
     type: int
     default: 60
+  probe_max_age:
+    description:
+      - Seconds for which the C(docker) probe's result may be reused instead of starting a new
+        container; V(0) starts one every time.
+      - A result is reused only while nothing that decides a new container's limits has
+        changed since it was made (the running dockerd and containerd (process, start time
+        and their own limits), daemon.json, the image tags, the runtime binaries (runc, the
+        shim, dockerd, containerd), the kernel's ceilings, the probe command and the boot).
+        Proofs are kept in C(/var/cache/gpufleet/proofs/probe-docker.json) (root's, mode
+        0600) and written only outside check mode.
+      - The rows of a reused probe say C(how=reused) with the time it was made (RV(rows)); a
+        new container costs each node about as much CPU as an C(ansible -m ping) of it
+        (docs/fleet-scale.md). The limits role's verification never reuses one.
+    type: int
+    default: 0
+    version_added: 0.2.0
   job:
     description:
       - A training job's shape (the keys of the C(job_demand) filter and docs/job-shape.md, such as C(num_workers),
@@ -113,8 +129,10 @@ RETURN = r'''
 rows:
   description:
     - One row per probed context and profile item (values soft:hard).
-    - C(how) is C(probed) (a new process showed the value) or C(predicted) (worked out from the
-      files without starting one, the C(k8s_pod) rows without O(cri_client)).
+    - C(how) is C(probed) (a new process showed the value), C(reused) (a new container showed
+      it at C(proved_at), within O(probe_max_age), and nothing that decides it has changed
+      since) or C(predicted) (worked out from the files without starting one, the C(k8s_pod)
+      rows without O(cri_client)).
   returned: success
   type: list
   elements: dict
@@ -125,7 +143,9 @@ rows:
        source: "predicted (no pod started): /etc/containerd/cri-base.json process.rlimits[2]
        RLIMIT_NOFILE (handler runc)", how: predicted}
 contexts:
-  description: Per context, the probe command and the limits it got (effective_limits' form).
+  description:
+    - Per context, the probe command and the limits it got (effective_limits' form); a reused
+      probe (O(probe_max_age)) has C(reused) with C(proved_at) and C(age_s).
   returned: success
   type: dict
   sample: {login: {command: "runuser -l trainer -c 'cat /proc/self/limits'", limits: {}}}
@@ -222,6 +242,7 @@ def main():
             pod_handler=dict(type='str', default=''),
             cri_client=dict(type='list', elements='str', default=[]),
             timeout=dict(type='int', default=60),
+            probe_max_age=dict(type='int', default=0),
             job=dict(type='dict'),
         ),
         supports_check_mode=True,

@@ -212,6 +212,77 @@ def test_audit_refuses_a_bad_job_naming_the_field_before_probing(host, tmp_path)
     assert 'job.num_workers: 0 is below 1' in node['errors'][0]['msg'], node
 
 
+PROOF = '/var/cache/gpufleet/proofs/probe-docker.json'
+
+
+def docker_rows(node):
+    return dict((r['item'], r) for r in node['rows'] if r['context'] == 'docker')
+
+
+def containers_started(host, since):
+    """How many containers dockerd started since ``since`` (its events, not our report)."""
+    out = host.check_output("docker events --since %s --until \"$(date +%%s.%%N)\" "
+                            "--filter type=container --filter event=start --format '{{.ID}}'"
+                            % since)
+    return len(out.split())
+
+
+def test_audit_reuses_a_docker_probe_until_what_decides_it_changes(host, tmp_path):
+    """issue 15.3: with audit_probe_max_age (the playbook's default 3600 s), an audit reuses
+    the node's last Docker probe instead of starting a container, says so per row and in the
+    fleet summary, and starts one again as soon as anything that decides a new container's
+    limits changes (here: containerd's own limits, by prlimit), when the proof is older than
+    asked, or with 0."""
+    host.check_output('rm -f %s' % PROOF)
+    profile = {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
+    image = dict(limits_verify_docker_image='tiny:latest')
+
+    def audit(name, **variables):
+        since = host.check_output('date +%s.%N').strip()
+        proc, node, markdown = run_audit(host, tmp_path / name, profile,
+                                         **dict(image, **variables))
+        assert proc.returncode == 0, proc.stdout
+        assert node['errors'] == [] and node['gaps'] == [], node
+        return node, markdown, proc.stdout, containers_started(host, since)
+
+    fresh, _md, _out, started = audit('fresh')
+    assert started == 1
+    assert set(r['how'] for r in docker_rows(fresh).values()) == {'probed'}
+    assert host.file(PROOF).mode == 0o600 and host.file(PROOF).user == 'root'
+    assert 'reused' not in fresh['contexts']['docker']
+
+    again, markdown, out, started = audit('again')
+    assert started == 0                                   # no container: the proof was reused
+    rows = docker_rows(again)
+    assert set(r['how'] for r in rows.values()) == {'reused'}
+    assert dict((i, r['actual']) for i, r in rows.items()) == dict(
+        (i, r['actual']) for i, r in docker_rows(fresh).items())
+    assert again['contexts']['docker']['reused']['age_s'] < 600
+    assert set(r['how'] for r in again['rows'] if r['context'] != 'docker') == {'probed'}
+    assert '- docker: reused on 1 hosts a probe made since ' in markdown
+    assert 'docker: reused on 1 hosts' in out
+
+    pid = host.check_output('systemctl show -p MainPID --value containerd.service').strip()
+    containerd_nofile = proc_limits(host, pid)['nofile']
+    soft, hard = containerd_nofile.soft, containerd_nofile.hard
+    assert isinstance(soft, int) and isinstance(hard, int), (soft, hard)
+    host.check_output('prlimit --pid %s --nofile=%d:%d' % (pid, soft - 1, hard))
+    try:
+        changed, _md, _out, started = audit('changed')
+    finally:
+        host.check_output('prlimit --pid %s --nofile=%d:%d' % (pid, soft, hard))
+    assert started == 1
+    assert set(r['how'] for r in docker_rows(changed).values()) == {'probed'}
+
+    _node, _md, _out, started = audit('restored')          # limits back: a new key again
+    assert started == 1
+    old, _md, _out, started = audit('old', audit_probe_max_age=0)
+    assert started == 1 and set(r['how'] for r in docker_rows(old).values()) == {'probed'}
+    host.check_output('sleep 2')
+    _node, _md, _out, started = audit('aged', audit_probe_max_age=1)
+    assert started == 1
+
+
 SITE_DROPIN = '/etc/systemd/system.conf.d/95-site.conf'
 GPU_LINES = '/etc/security/limits.d/95-gpu.conf'
 TYPO_LINES = '/etc/security/limits.d/96-typos.conf'

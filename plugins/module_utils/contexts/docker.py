@@ -129,6 +129,34 @@ class Docker(Context):
         return probes.container_command('docker', params[self.image_option],
                                         params['run_options'])
 
+    def run_probe(self, prober, user, uid, command):
+        """A new container's limits; with ``prober.max_age`` (limits_audit's probe_max_age),
+        an earlier proof under the same key is reused (module_utils/proofs.py), and with
+        ``prober.record`` a new one is stored when nothing changed while the container ran."""
+        if not (prober.max_age or prober.record):
+            return prober.proc(command, self.probe)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective, proofs
+        key = proofs.docker_key(command, DAEMON_JSON)
+        store = proofs.Store()
+        kept = store.load(self.probe, key, prober.max_age)
+        if kept is not None:
+            output, at = kept
+            try:
+                limits = effective.parse_probe(output, self.probe)
+            except effective.model.LimitError:
+                limits = None
+            if limits:
+                prober.reused[self.probe] = at
+                return limits
+        output = prober.run(command)
+        try:
+            limits = effective.parse_probe(output, self.probe)
+        except effective.model.LimitError as exc:
+            raise effective.ProbeError(str(exc))
+        if prober.record and key and proofs.docker_key(command, DAEMON_JSON) == key:
+            store.store(self.probe, key, output)
+        return limits
+
     def report(self, auditor):
         if self.name not in auditor.present:
             return None, []

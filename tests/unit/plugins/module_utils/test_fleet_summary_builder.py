@@ -108,3 +108,24 @@ def test_fold_hosts():
     # a padded run that crosses into more digits stays one range
     assert fs.fold_hosts(['gpu-0999', 'gpu-1000']) == 'gpu-[0999-1000]'
     assert fs.fold_hosts(['gpu-009', 'gpu-010', 'gpu-011']) == 'gpu-[009-011]'
+
+
+def test_reused_probes_are_counted_and_said():
+    """limits_audit's probe_max_age: the summary says on how many hosts a context's rows come
+    from an earlier probe, and since when, before anything else."""
+    hosts = {}
+    for number in range(1, 6):
+        rows = [row('login', 'nofile'), row('docker', 'nofile')]
+        if number <= 3:
+            rows[1].update(how='reused', proved_at='2026-12-05T07:0%d:00Z' % number)
+        hosts['gpu-%d' % number] = dict(audited=True, rows=rows, errors=[])
+    summary = fs.build(hosts)
+    assert summary['reused'] == [dict(context='docker', count=3, oldest='2026-12-05T07:01:00Z',
+                                      hosts='gpu-[1-3]')]
+    text = fs.lines(summary)
+    assert text[1].startswith('docker: reused on 3 hosts a probe made since 2026-12-05T07:01:00Z')
+    assert text[1].endswith(': gpu-[1-3]')
+    assert text[-1].startswith('every audited host meets the profile')
+    markdown = fs.lines(summary, markdown=True)
+    assert markdown[4].startswith('- docker: reused on 3 hosts')
+    assert fs.build({'gpu-1': dict(audited=True, rows=[row('docker', 'nofile')])})['reused'] == []

@@ -1,0 +1,164 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reuse of a container probe's result: limits_audit's ``probe_max_age``. Private to the
+collection.
+
+A new Docker container costs the node about as much CPU as a whole ``ansible -m ping`` of it
+(dockerd, containerd, a shim, runc and the kernel's namespaces; benchmarks/results.md), so an
+audit that starts one on every node every time cannot stay near the ping floor. What a new
+container's limits are is decided by a few things only: the running dockerd and containerd
+(which process, started when, with which limits: the shim and runc inherit containerd's, and
+dockerd puts ``default-ulimits`` and its flags into each container's spec), daemon.json, the
+runtime binaries, the kernel's ceilings and the probe command itself (image and options), on
+this boot. :func:`docker_key` digests all of them; a probe's output is stored with that key
+and reused while the key is unchanged and the proof is younger than the asked age. Anything
+that could change the answer (a restart of either daemon, a ``prlimit`` on one, an edit of
+daemon.json, a runtime upgrade, a sysctl, a reboot, another image tag) changes the key, and
+the next audit starts a container again. The converge's verification never reuses.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import hashlib
+import json
+import os
+import time
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+
+CACHE_DIR = '/var/cache/gpufleet/proofs'
+#: binaries whose replacement (a package upgrade) could change what a new container gets
+RUNTIME_BINARIES = ('runc', 'containerd-shim-runc-v2', 'docker-init', 'dockerd', 'containerd')
+SEARCH_PATH = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
+CEILINGS = ('fs/nr_open', 'fs/file-max', 'kernel/pid_max', 'kernel/threads-max')
+DAEMONS = ('dockerd', 'containerd')
+
+
+def _read(path, mode='r'):
+    try:
+        with open(path, mode) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def process(pid, proc='/proc'):
+    """[pid, start time in clock ticks since boot, /proc/PID/limits text] or None."""
+    stat = _read('%s/%s/stat' % (proc, pid))
+    limits = _read('%s/%s/limits' % (proc, pid))
+    if stat is None or limits is None:
+        return None
+    try:
+        start = stat.rsplit(')', 1)[1].split()[19]
+    except IndexError:
+        return None
+    return [int(pid), start, limits]
+
+
+def daemons(names=DAEMONS, proc='/proc'):
+    """{name: [process(), ...]} of the running processes whose comm is one of ``names``."""
+    found = dict((name, []) for name in names)
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        comm = (_read('%s/%s/comm' % (proc, entry)) or '').strip()
+        if comm in found:
+            seen = process(entry, proc)
+            if seen is not None:
+                found[comm].append(seen)
+    for name in found:
+        found[name].sort()
+    return found
+
+
+def binary(name):
+    """(path, inode, size, mtime) of the first ``name`` on the search path, or None."""
+    for directory in SEARCH_PATH:
+        path = os.path.join(directory, name)
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        return [os.path.realpath(path), info.st_ino, info.st_size, int(info.st_mtime)]
+    return None
+
+
+def digest(path):
+    data = _read(path, 'rb')
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def docker_key(command, daemon_json, proc='/proc'):
+    """The digest of what decides the limits of a new container of ``command``, or None when
+    no dockerd runs (nothing to reuse: the probe itself reports why it fails)."""
+    running = daemons(proc=proc)
+    if not running['dockerd']:
+        return None
+    data_root = '/var/lib/docker'
+    text = _read(daemon_json)
+    if text:
+        try:
+            data_root = json.loads(text).get('data-root') or data_root
+        except (ValueError, AttributeError):
+            pass
+    parts = dict(
+        command=list(command),
+        boot=(_read('%s/sys/kernel/random/boot_id' % proc) or '').strip(),
+        daemons=running,
+        daemon_json=digest(daemon_json),
+        # the tags -> image IDs of the classic image store (absent with containerd's store)
+        images=sorted((path, digest(path)) for path in
+                      glob.glob(os.path.join(data_root, 'image', '*', 'repositories.json'))),
+        binaries=dict((name, binary(name)) for name in RUNTIME_BINARIES),
+        ceilings=dict((name, (_read('%s/sys/%s' % (proc, name)) or '').strip())
+                      for name in CEILINGS))
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode('utf-8')).hexdigest()
+
+
+class Store(object):
+    """Proofs on the node, one JSON file per probed context in ``directory`` (root's, 0700)."""
+
+    def __init__(self, directory=None, now=None):
+        self.directory = directory or CACHE_DIR
+        self.now = now or time.time
+
+    def path(self, context):
+        return os.path.join(self.directory, 'probe-%s.json' % context)
+
+    def load(self, context, key, max_age):
+        """(output, proved at: epoch seconds) of a proof under ``key`` younger than
+        ``max_age`` seconds, or None."""
+        if not key or not max_age or max_age <= 0:
+            return None
+        text = _read(self.path(context))
+        try:
+            proof = json.loads(text) if text else None
+            if not isinstance(proof, dict) or proof.get('key') != key:
+                return None
+            at = float(proof['at'])
+            output = proof['output']
+        except (ValueError, KeyError, TypeError):
+            return None
+        age = self.now() - at
+        if age < 0 or age > max_age or not isinstance(output, str):
+            return None
+        return output, at
+
+    def store(self, context, key, output):
+        """Keep ``output`` under ``key``; False when it cannot be written (no reuse then)."""
+        if not key:
+            return False
+        data = json.dumps(dict(key=key, at=self.now(), output=output), sort_keys=True)
+        try:
+            safe_file.write_atomic(self.path(context), data.encode('utf-8'), mode=0o600,
+                                   dir_mode=0o700)
+        except safe_file.FileError:
+            return False
+        return True
