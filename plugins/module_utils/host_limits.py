@@ -39,6 +39,16 @@ def ceilings(root=''):
     return dict((name, sysctl(name, root)) for name in SYSCTLS)
 
 
+def start_ticks(pid, root=''):
+    """When process ``pid`` started, in clock ticks since boot (/proc/PID/stat's 22nd field),
+    or None: with the boot ID it names one process of this boot for good."""
+    text = _read('%s/proc/%s/stat' % (root, pid))
+    try:
+        return int(text.rsplit(')', 1)[1].split()[19]) if text else None
+    except (IndexError, ValueError):
+        return None
+
+
 def proc_limits_text(pid='1', root=''):
     """The text of /proc/PID/limits; IOError/OSError when it cannot be read."""
     with open('%s/proc/%s/limits' % (root, pid)) as handle:

@@ -27,13 +27,13 @@ import json
 import os
 import time
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 
 CACHE_DIR = '/var/cache/gpufleet/proofs'
 #: binaries whose replacement (a package upgrade) could change what a new container gets
 RUNTIME_BINARIES = ('runc', 'containerd-shim-runc-v2', 'docker-init', 'dockerd', 'containerd')
 SEARCH_PATH = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
-CEILINGS = ('fs/nr_open', 'fs/file-max', 'kernel/pid_max', 'kernel/threads-max')
 DAEMONS = ('dockerd', 'containerd')
 
 
@@ -45,32 +45,29 @@ def _read(path, mode='r'):
         return None
 
 
-def process(pid, proc='/proc'):
+def process(pid, root=''):
     """[pid, start time in clock ticks since boot, /proc/PID/limits text] or None."""
-    stat = _read('%s/%s/stat' % (proc, pid))
-    limits = _read('%s/%s/limits' % (proc, pid))
-    if stat is None or limits is None:
-        return None
+    start = host_limits.start_ticks(pid, root)
     try:
-        start = stat.rsplit(')', 1)[1].split()[19]
-    except IndexError:
+        limits = host_limits.proc_limits_text(pid, root)
+    except (IOError, OSError):
         return None
-    return [int(pid), start, limits]
+    return None if start is None else [int(pid), start, limits]
 
 
-def daemons(names=DAEMONS, proc='/proc'):
+def daemons(names=DAEMONS, root=''):
     """{name: [process(), ...]} of the running processes whose comm is one of ``names``."""
     found = dict((name, []) for name in names)
     try:
-        entries = os.listdir(proc)
+        entries = os.listdir(root + '/proc')
     except OSError:
         return found
     for entry in entries:
         if not entry.isdigit():
             continue
-        comm = (_read('%s/%s/comm' % (proc, entry)) or '').strip()
+        comm = (_read('%s/proc/%s/comm' % (root, entry)) or '').strip()
         if comm in found:
-            seen = process(entry, proc)
+            seen = process(entry, root)
             if seen is not None:
                 found[comm].append(seen)
     for name in found:
@@ -95,10 +92,11 @@ def digest(path):
     return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
-def docker_key(command, daemon_json, proc='/proc'):
+def docker_key(command, daemon_json, root=''):
     """The digest of what decides the limits of a new container of ``command``, or None when
-    no dockerd runs (nothing to reuse: the probe itself reports why it fails)."""
-    running = daemons(proc=proc)
+    no dockerd runs (nothing to reuse: the probe itself reports why it fails). ``root``
+    prefixes /proc (tests)."""
+    running = daemons(root=root)
     if not running['dockerd']:
         return None
     data_root = '/var/lib/docker'
@@ -110,15 +108,14 @@ def docker_key(command, daemon_json, proc='/proc'):
             pass
     parts = dict(
         command=list(command),
-        boot=(_read('%s/sys/kernel/random/boot_id' % proc) or '').strip(),
+        boot=(_read('%s/proc/sys/kernel/random/boot_id' % root) or '').strip(),
         daemons=running,
         daemon_json=digest(daemon_json),
         # the tags -> image IDs of the classic image store (absent with containerd's store)
         images=sorted((path, digest(path)) for path in
                       glob.glob(os.path.join(data_root, 'image', '*', 'repositories.json'))),
         binaries=dict((name, binary(name)) for name in RUNTIME_BINARIES),
-        ceilings=dict((name, (_read('%s/sys/%s' % (proc, name)) or '').strip())
-                      for name in CEILINGS))
+        ceilings=host_limits.ceilings(root))
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode('utf-8')).hexdigest()
 
 
@@ -135,7 +132,7 @@ class Store(object):
     def load(self, context, key, max_age):
         """(output, proved at: epoch seconds) of a proof under ``key`` younger than
         ``max_age`` seconds, or None."""
-        if not key or not max_age or max_age <= 0:
+        if not key or max_age <= 0:
             return None
         text = _read(self.path(context))
         try:

@@ -13,7 +13,9 @@ module: limits_audit
 short_description: Audit one node's resource limits in every context, with their sources, in one call
 version_added: 0.2.0
 description:
-  - Read-only. Starts a new process in each context where a workload can start (a login
+  - Read-only. It changes no configuration and restarts nothing; the one file it may write is
+    its own cache of the Docker probe's result, with O(probe_max_age) and outside check mode.
+  - Starts a new process in each context where a workload can start (a login
     session through PAM, a system service, a service of the user's user manager, a new Docker
     and Podman container, listed units' main processes), reads the limits each gets, and
     compares them with O(profile).

@@ -14,6 +14,7 @@ import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
@@ -25,15 +26,15 @@ UNIT = 'docker.service'
 
 def process_start(pid):
     """Wall-clock start time of a process (seconds), or None."""
+    ticks = host_limits.start_ticks(pid)
     try:
-        with open('/proc/%s/stat' % pid) as handle:
-            fields = handle.read().rsplit(')', 1)[1].split()
         with open('/proc/uptime') as handle:
             uptime = float(handle.read().split()[0])
     except (IOError, OSError, IndexError, ValueError):
         return None
-    ticks = os.sysconf('SC_CLK_TCK')
-    return time.time() - uptime + int(fields[19]) / float(ticks)
+    if ticks is None:
+        return None
+    return time.time() - uptime + ticks / float(os.sysconf('SC_CLK_TCK'))
 
 
 def dockerd_pid(host, pidfile='/run/docker.pid'):

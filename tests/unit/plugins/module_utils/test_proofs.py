@@ -43,14 +43,14 @@ COMMAND = ['docker', 'run', '--rm', '--network=none', 'tiny:latest', 'cat', '/pr
 
 def key(node, command=None):
     proc, daemon_json = node
-    return proofs.docker_key(command or COMMAND, str(daemon_json), proc=str(proc))
+    return proofs.docker_key(command or COMMAND, str(daemon_json), root=str(proc.parent))
 
 
 def test_key_is_stable_and_names_the_daemons(node):
     first = key(node)
     assert first and first == key(node)
-    assert [p[0] for p in proofs.daemons(proc=str(node[0]))['dockerd']] == [100]
-    assert [p[0] for p in proofs.daemons(proc=str(node[0]))['containerd']] == [200]
+    assert [p[0] for p in proofs.daemons(root=str(node[0].parent))['dockerd']] == [100]
+    assert [p[0] for p in proofs.daemons(root=str(node[0].parent))['containerd']] == [200]
 
 
 @pytest.mark.parametrize('change', [
@@ -88,7 +88,7 @@ def test_key_changes_with_what_decides_a_new_container(node, change):
 def test_no_dockerd_no_key(node):
     proc, daemon_json = node
     (proc / '100' / 'comm').write_text('sleep\n')
-    assert proofs.docker_key(COMMAND, str(daemon_json), proc=str(proc)) is None
+    assert proofs.docker_key(COMMAND, str(daemon_json), root=str(proc.parent)) is None
 
 
 class Clock(object):
