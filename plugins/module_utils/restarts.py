@@ -54,6 +54,39 @@ def steps(params):
     return planned
 
 
+def owed(actions):
+    """Whether limits_profile's ``actions`` owe any restart (deferred ones included)."""
+    return bool(actions.get('reexec') or actions.get('daemon_reload') or actions.get('units')
+                or actions.get('user_managers') or actions.get('docker'))
+
+
+def allowed(actions):
+    """limits_restart's options for what ``actions`` (limits_profile's) owes now: the restarts
+    the restart policy deferred (``actions.deferred``) left out. A deferred unit that is also
+    a user manager or dockerd stays out of those steps too."""
+    deferred = set(record['unit'] for record in actions.get('deferred') or [])
+    return dict(reexec=bool(actions.get('reexec')),
+                daemon_reload=bool(actions.get('daemon_reload')),
+                units=[u for u in actions.get('units') or [] if u not in deferred],
+                user_managers=[u for u in actions.get('user_managers') or [] if u not in deferred],
+                docker=bool(actions.get('docker')) and DOCKER_UNIT not in deferred)
+
+
+def restart_then_probe(restarter, planned, result, verify=None, probe=None):
+    """Do ``planned`` (steps()) with ``restarter`` (a Restarter), then, unless a unit failed
+    its restart, ``probe(restarter.host, verify)`` (effective.probe) into
+    ``result['verified']``: the limits_restart call, shared with limits_profile's
+    ``restart``. ``result`` is updated in place (done, failed_unit, docker_version), so that
+    it says what was done when RestartError or the probe's own exception comes out."""
+    try:
+        restarter.run(planned)
+    finally:
+        result.update(restarter.result)
+    if verify is not None and not result['failed_unit']:
+        result['verified'] = probe(restarter.host, verify)
+    return result
+
+
 def describe(step):
     kind, unit = step
     return dict(reexec='systemctl daemon-reexec', daemon_reload='systemctl daemon-reload',

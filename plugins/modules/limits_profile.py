@@ -28,10 +28,14 @@ description:
     before it in the same call are put back.
   - Each file is written atomically (a temporary file in the same directory, then a rename)
     with its owner and mode kept; lines the module does not own stay byte for byte.
-  - Applies nothing to running processes. RV(actions) says what to re-execute, reload or
-    restart, from the change and from the live system, so a restart that an earlier run left
-    pending (a running manager with old defaults, a dockerd older than C(daemon.json)) is
-    reported on an unchanged node too. The limits role's handlers act on it.
+  - RV(actions) says what to re-execute, reload or restart, from the change and from the live
+    system, so a restart that an earlier run left pending (a running manager with old
+    defaults, a dockerd older than C(daemon.json)) is reported on an unchanged node too.
+    Without O(restart) the module applies nothing to running processes.
+  - With O(restart) the same call does those restarts after the writes (those
+    O(restart_policy) allows, as M(gpufleet.tuning.limits_restart) does them) and, with
+    O(verify), probes every context it wrote (M(gpufleet.tuning.effective_limits)) into
+    RV(restarted). That makes a first converge of the limits role one module call per node.
   - Made for fleets. One call per node on an unchanged node; the contexts are found from
     files, without querying the service manager.
 author:
@@ -120,8 +124,8 @@ options:
         user managers C(user@UID.service)). C(when_idle) defers a restart that would stop a
         running container (dockerd without live-restore), running user services (a user
         manager) or other processes in the unit's cgroup; C(never) defers all of them;
-        C(always) defers none. The module restarts nothing itself; C(deferred) in RV(actions) says
-        what a caller should leave running and report as pending.
+        C(always) defers none. C(deferred) in RV(actions) says what a caller (or O(restart))
+        should leave running and report as pending.
     type: str
     choices: [when_idle, always, never]
     default: when_idle
@@ -131,6 +135,36 @@ options:
         role restores from it when verification fails).
     type: bool
     default: false
+  restart:
+    description:
+      - After the writes (not in check mode), when a file changed or RV(actions) owes a
+        restart, do the restarts RV(actions) owes except the C(deferred) ones, in
+        M(gpufleet.tuning.limits_restart)'s order and with its checks (O(settle),
+        O(docker_wait)), then probe as O(verify) says. RV(restarted) says what was done.
+      - A restart that fails outright (the re-exec, a user manager, dockerd never answering)
+        fails the task with the files written. A unit that fails its restart or dies within
+        O(settle) is named in RV(restarted) C(failed_unit), and nothing after it is restarted
+        or probed; the limits role then puts the previous files back.
+    type: bool
+    default: false
+  settle:
+    description: With O(restart), the seconds a restarted unit must stay active.
+    type: int
+    default: 2
+  docker_wait:
+    description: With O(restart), the seconds to wait for a restarted dockerd to answer.
+    type: int
+    default: 60
+  verify:
+    description:
+      - With O(restart), after the restarts, probe every context written that can be probed
+        (RV(probes); one whose image option is unset here is left out) with
+        M(gpufleet.tuning.effective_limits), expecting O(profile), with the O(units) and the
+        RV(baseline). The result is RV(restarted) C(verified).
+      - The options of M(gpufleet.tuning.effective_limits) other than C(contexts), C(units),
+        C(expect) and C(baseline), which this module sets; they are checked before anything
+        is written.
+    type: dict
   baseline_user:
     description:
       - When the login-session file is about to change (not in check mode), read the limits
@@ -233,6 +267,21 @@ EXAMPLES = r'''
   ansible.builtin.systemd_service:
     daemon_reexec: true
   when: limits.actions.reexec
+
+- name: Write, restart what the change owes (not busy units), and prove it in one call
+  gpufleet.tuning.limits_profile:
+    profile:
+      nofile: 65536
+    backup: true
+    baseline_user: trainer
+    restart: true
+    verify:
+      user: trainer
+      docker_image: busybox:latest
+  register: applied
+  failed_when: >-
+    applied.restarted.failed_unit | length > 0
+    or (applied.restarted.verified.gaps | default([]) | length > 0)
 '''
 
 RETURN = r'''
@@ -317,6 +366,20 @@ probes:
   elements: dict
   sample: [{context: pam, probe: login, image: null},
            {context: docker, probe: docker, image: docker_image}]
+restarted:
+  description:
+    - With O(restart), what was restarted (C(done), in order), the unit that failed its
+      restart (C(failed_unit), with C(unit), C(error) and C(journal); empty when none),
+      dockerd's version after its restart (C(docker_version)) and, with O(verify), the
+      probes' result (C(verified), M(gpufleet.tuning.effective_limits)' return). C(steps)
+      lists the restarts planned (in check mode those that would be done).
+  returned: when O(restart) is true
+  type: dict
+  sample: {steps: [systemctl daemon-reexec, restart docker.service,
+                   wait for dockerd to answer],
+           done: [systemctl daemon-reexec, restart docker.service, wait for dockerd to answer],
+           failed_unit: {}, docker_version: 20.10.24+dfsg1,
+           verified: {gaps: [], regressions: [], errors: []}}
 context:
   description: The context whose guard or write failed.
   returned: failure
@@ -385,6 +448,10 @@ def main():
             containerd_config=dict(type='path', default=pp.DEFAULTS['containerd_config']),
             containerd_create_spec=dict(type='bool', default=False),
             crio_dropin=dict(type='path', default=pp.DEFAULTS['crio_dropin']),
+            restart=dict(type='bool', default=False),
+            settle=dict(type='int', default=2),
+            docker_wait=dict(type='int', default=60),
+            verify=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -417,6 +484,7 @@ def main():
                              'files: %s (nothing written; change those lines, or set '
                              'on_override=warn; limits role: limits_on_override: warn)'
                              % '; '.join(below), **result)
+    verify = verify_request(module, params, result)
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)
     if changed and module._diff:
@@ -445,7 +513,71 @@ def main():
             result['running_containers'] = change.result.get('running_containers')
     if 'running_containers' in result['actions']:
         result['running_containers'] = result['actions'].pop('running_containers')
+    if params['restart']:
+        restart(module, params, result, verify)
     module.exit_json(**result)
+
+
+# Set by this module in ``verify`` (effective_limits' options): what it wrote decides them.
+VERIFY_SET = ('contexts', 'units', 'expect', 'baseline')
+
+
+def verify_request(module, params, result):
+    """effective_limits' options for ``verify`` (with ``restart``), checked now, before
+    anything is written: the probes of the contexts planned (those whose image option is
+    unset left out), the units, the profile; the baseline is added once taken."""
+    if not params['restart'] or params['verify'] is None:
+        return None
+    # imported here: only a call that verifies pays for the probes' code
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+
+    asked = dict(params['verify'])
+    for key in VERIFY_SET:
+        if key in asked:
+            module.fail_json(msg='verify.%s: set by limits_profile from what it writes; leave it '
+                             'out (nothing was written)' % key, **result)
+    asked.update(
+        contexts=[p['probe'] for p in result['probes'] if not p['image'] or asked.get(p['image'])],
+        units=result['units'], expect=params['profile'], baseline=None)
+    try:
+        return effective.validated(asked, 'verify')
+    except effective.ProbeFailure as exc:
+        module.fail_json(msg='%s (nothing was written)' % exc.msg, **result)
+
+
+def restart(module, params, result, verify):
+    """``restart``: the restarts ``actions`` owes and the policy allows, then the probes
+    (``verify``), into ``restarted``; only when a file changed or a restart is owed."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
+
+    actions = result['actions']
+    due = result['changed'] or restarts.owed(actions)
+    planned = restarts.steps(restarts.allowed(actions)) if due else []
+    done = result['restarted'] = dict(steps=[restarts.describe(step) for step in planned],
+                                      done=[], failed_unit={}, docker_version=None)
+    if planned and module._diff:
+        result.setdefault('diff', []).append(dict(
+            before='', after=''.join('%s\n' % step for step in done['steps']),
+            after_header='restarts'))
+    # a restart is a change of the node even where no file changed (one an earlier run owed)
+    result['changed'] = result['changed'] or bool(planned)
+    if not due or module.check_mode:
+        return
+    probe, probe_failure = None, ()
+    if verify is not None:
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+
+        verify['baseline'] = result.get('baseline')
+        probe, probe_failure = effective.probe, effective.ProbeFailure
+    try:
+        restarts.restart_then_probe(
+            restarts.Restarter(module, settle=params['settle'], docker_wait=params['docker_wait']),
+            planned, done, verify, probe)
+    except restarts.RestartError as exc:
+        module.fail_json(msg='restart: %s' % exc.msg, **result)
+    except probe_failure as exc:
+        done['verified'] = exc.result
+        module.fail_json(msg='verify: %s' % exc.msg, **result)
 
 
 def override_records(pam_result):

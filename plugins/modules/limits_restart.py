@@ -180,18 +180,15 @@ def main():
         result['diff'] = dict(before='', after=steps_text)
     if module.check_mode:
         module.exit_json(**result)
-    restarter = restarts.Restarter(module, settle=module.params['settle'],
-                                   docker_wait=module.params['docker_wait'])
     try:
-        result.update(restarter.run(planned))
+        restarts.restart_then_probe(
+            restarts.Restarter(module, settle=module.params['settle'],
+                               docker_wait=module.params['docker_wait']),
+            planned, result, verify, effective.probe)
     except restarts.RestartError as exc:
-        result.update(restarter.result)
         module.fail_json(msg=exc.msg, **result)
-    if verify is not None and not result['failed_unit']:
-        try:
-            result['verified'] = effective.probe(module, verify)
-        except effective.ProbeFailure as exc:
-            module.fail_json(msg='verify: %s' % exc.msg, verified=exc.result, **result)
+    except effective.ProbeFailure as exc:
+        module.fail_json(msg='verify: %s' % exc.msg, verified=exc.result, **result)
     module.exit_json(**result)
 
 

@@ -94,3 +94,66 @@ def test_failures_the_role_cannot_repair_raise():
     host = Host({('docker', 'info'): [(1, '', 'Cannot connect to the Docker daemon')]})
     with pytest.raises(restarts.RestartError, match='dockerd did not answer within 3 s'):
         restarter(host).run(restarts.steps(dict(docker=True)))
+
+
+def test_owed_counts_every_kind_of_restart_deferred_or_not():
+    assert restarts.owed(dict(reexec=False, daemon_reload=False, units=[], user_managers=[],
+                              docker=False, docker_pending=False, deferred=[])) is False
+    for key, value in (('reexec', True), ('daemon_reload', True), ('units', ['slurmd.service']),
+                       ('user_managers', ['user@0.service']), ('docker', True)):
+        assert restarts.owed({key: value}) is True, key
+
+
+def test_allowed_leaves_the_deferred_restarts_out():
+    actions = dict(reexec=True, daemon_reload=True,
+                   units=['slurmd.service', 'containerd.service'],
+                   user_managers=['user@0.service', 'user@1001.service'], docker=True,
+                   deferred=[dict(unit='slurmd.service', reason='1 process in its cgroup'),
+                             dict(unit='user@1001.service', reason='running user services'),
+                             dict(unit='docker.service', reason='1 running container(s)')])
+    assert restarts.allowed(actions) == dict(
+        reexec=True, daemon_reload=True, units=['containerd.service'],
+        user_managers=['user@0.service'], docker=False)
+    assert restarts.allowed(dict(actions, deferred=[]))['docker'] is True
+    assert restarts.allowed({}) == dict(reexec=False, daemon_reload=False, units=[],
+                                        user_managers=[], docker=False)
+
+
+def test_restart_then_probe_probes_after_the_restarts():
+    host = Host({('docker', 'info'): [(0, '20.10.24\n', '')]})
+    seen = []
+
+    def probe(on, verify):
+        seen.append((on, verify, list(host.calls)))
+        return dict(gaps=[], errors=[], regressions=[])
+    result = dict(changed=True)
+    restarts.restart_then_probe(restarter(host), restarts.steps(dict(reexec=True, docker=True)),
+                                result, dict(contexts=['login']), probe)
+    assert result['verified'] == dict(gaps=[], errors=[], regressions=[])
+    assert result['done'] == ['systemctl daemon-reexec', 'restart docker.service',
+                              'wait for dockerd to answer']
+    assert result['changed'] is True and result['docker_version'] == '20.10.24'
+    # probed once, on the same host, after dockerd answered
+    assert len(seen) == 1 and seen[0][0] is host and seen[0][1] == dict(contexts=['login'])
+    assert seen[0][2][-1] == 'docker info --format {{.ServerVersion}}'
+
+
+def test_restart_then_probe_probes_nothing_after_a_failed_unit():
+    host = Host({('systemctl', 'show', '-p', 'ActiveState'): [(0, 'failed\n', '')]})
+
+    def probe(on, verify):
+        raise AssertionError('probed after a failed restart')
+    result = {}
+    restarts.restart_then_probe(restarter(host), restarts.steps(dict(units=['slurmd.service'])),
+                                result, dict(contexts=['login']), probe)
+    assert result['failed_unit']['unit'] == 'slurmd.service' and 'verified' not in result
+
+
+def test_restart_then_probe_says_what_was_done_before_a_failure():
+    host = Host({('systemctl', 'daemon-reload'): [(1, '', 'Access denied')]})
+    result = {}
+    with pytest.raises(restarts.RestartError) as failure:
+        restarts.restart_then_probe(restarter(host),
+                                    restarts.steps(dict(reexec=True, daemon_reload=True)), result)
+    assert 'daemon-reload' in failure.value.msg and 'Access denied' in failure.value.msg
+    assert result['done'] == ['systemctl daemon-reexec'] and result['failed_unit'] == {}

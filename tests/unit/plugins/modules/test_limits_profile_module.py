@@ -1,0 +1,94 @@
+"""plugins/modules/limits_profile.py's ``restart`` and ``verify`` run as Ansible runs the module,
+on this machine, for the pam context only, written to a file under tmp_path (nothing of this
+machine's limits changes): bad verify options are refused before the write, check mode lists
+the steps and restarts nothing, and a real call probes a real login session after the write.
+The restarts themselves run on real systemd and dockerd in Molecule (the limits role)."""
+import json
+import os
+import pwd
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+COLLECTIONS = os.path.join(ROOT, 'build', 'collections')
+USER = pwd.getpwuid(os.getuid()).pw_name
+
+
+def run_module(tmp_path, args, check=False, diff=False):
+    argsfile = tmp_path / 'args.json'
+    argsfile.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': dict(
+        dict(profile={'nofile': 4096}, contexts=['pam'], domains=['*'],
+             pam_path=str(tmp_path / 'limits.d' / '90-gpufleet-tuning.conf')),
+        _ansible_check_mode=check, _ansible_diff=diff, **args)}))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'plugins', 'modules',
+                                                        'limits_profile.py'), str(argsfile)],
+                          env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=120)
+    start = proc.stdout.find('{')
+    assert start >= 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout[start:])
+
+
+@pytest.fixture
+def limits_d(tmp_path):
+    (tmp_path / 'limits.d').mkdir()
+    return tmp_path / 'limits.d'
+
+
+def test_verify_options_the_module_sets_are_refused_before_the_write(tmp_path, limits_d):
+    for key in ('contexts', 'units', 'expect', 'baseline'):
+        result = run_module(tmp_path, dict(restart=True, verify={'user': USER, key: None}))
+        assert result['failed'] is True, result
+        assert result['msg'].startswith('verify.%s: set by limits_profile' % key), result
+        assert 'nothing was written' in result['msg']
+        assert list(limits_d.iterdir()) == []
+
+
+def test_bad_verify_options_are_refused_before_the_write(tmp_path, limits_d):
+    result = run_module(tmp_path, dict(restart=True, verify={'user': USER, 'docker_imag': 'x'}))
+    assert result['failed'] is True and 'docker_imag' in result['msg'], result
+    result = run_module(tmp_path, dict(restart=True, verify={'user': 'no-such-user-here'}))
+    assert result['failed'] is True, result
+    assert 'no-such-user-here does not exist' in result['msg'] and 'nothing was written' in result['msg']
+    assert list(limits_d.iterdir()) == []
+
+
+def test_check_mode_lists_the_steps_and_restarts_nothing(tmp_path, limits_d):
+    result = run_module(tmp_path, dict(restart=True, verify={'user': USER}), check=True,
+                        diff=True)
+    assert result['changed'] is True, result
+    restarted = result['restarted']
+    assert restarted['done'] == [] and restarted['failed_unit'] == {}
+    assert 'verified' not in restarted
+    # a pam-only change owes no restart (user managers only where systemd runs them)
+    assert restarted['steps'] == [s for s in restarted['steps'] if s.startswith('restart user@')]
+    assert list(limits_d.iterdir()) == []
+
+
+def test_without_restart_there_is_no_restarted(tmp_path, limits_d):
+    result = run_module(tmp_path, {}, check=True)
+    assert 'restarted' not in result and result['changed'] is True
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='a login session of another user needs root')
+def test_the_write_then_a_real_login_probe_in_the_same_call(tmp_path, limits_d):
+    result = run_module(tmp_path, dict(restart=True, verify={'user': USER}))
+    assert result.get('failed') is not True, result
+    assert (limits_d / '90-gpufleet-tuning.conf').read_text().count('nofile') == 2
+    verified = result['restarted']['verified']
+    # the login context was probed in a new login session after the write: this machine's
+    # PAM does not read tmp_path, so the session shows this machine's own limits
+    login = verified['contexts']['login']
+    assert login['command'].startswith('runuser -l ') or 'su' in login['command'], login
+    assert int(login['limits']['nofile']['hard']) > 0
+    assert verified['expected']['nofile']['soft'] == 4096
+    shown = set((g['context'], g['item']) for g in verified['gaps'])
+    below = int(login['limits']['nofile']['soft']) < 4096
+    assert (('login', 'nofile') in shown) == below
+    # rerun: nothing changed, nothing owed, nothing probed
+    again = run_module(tmp_path, dict(restart=True, verify={'user': USER}))
+    assert again['changed'] is False
+    assert again['restarted'] == dict(steps=[], done=[], failed_unit={}, docker_version=None)
