@@ -162,8 +162,10 @@ options:
         M(gpufleet.tuning.effective_limits), expecting O(profile), with the O(units) and the
         RV(baseline). The result is RV(restarted) C(verified).
       - The options of M(gpufleet.tuning.effective_limits) other than C(contexts), C(units),
-        C(expect) and C(baseline), which this module sets; they are checked before anything
-        is written.
+        C(expect) and C(baseline), which this module sets. They are checked before the first
+        write, or before the first restart where no file changes; a call that changes
+        nothing and owes no restart does not check them (it probes nothing).
+      - Ignored without O(restart); nothing is probed in check mode.
     type: dict
   baseline_user:
     description:
@@ -484,9 +486,11 @@ def main():
                              'files: %s (nothing written; change those lines, or set '
                              'on_override=warn; limits role: limits_on_override: warn)'
                              % '; '.join(below), **result)
-    verify = verify_request(module, params, result)
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)
+    # checked before the first write; an unchanged node checks it only where a restart is owed
+    # (restart()), so that a rerun does not load the probes' code
+    verify = verify_request(module, params, result) if changed else None
     if changed and module._diff:
         result['diff'] = [change.diff() for change in changed]
     if (params['baseline_user'] and pam is not None and pam.changed
@@ -552,6 +556,9 @@ def restart(module, params, result, verify):
 
     actions = result['actions']
     due = result['changed'] or restarts.owed(actions)
+    if due and verify is None:
+        # nothing was written: checked now, before the first restart
+        verify = verify_request(module, params, result)
     planned = restarts.steps(restarts.allowed(actions)) if due else []
     done = result['restarted'] = dict(steps=[restarts.describe(step) for step in planned],
                                       done=[], failed_unit={}, docker_version=None)

@@ -14,8 +14,11 @@ short_description: Do the restarts a limits change owes, with their checks, in o
 version_added: 0.1.0
 description:
   - Does, in this order, the restarts that RV(gpufleet.tuning.limits_profile#module:actions)
-    asks for, so that new processes get the profile; the limits role calls it once per host
-    after a change (with the restarts its restart policy defers left out).
+    asks for, so that new processes get the profile. M(gpufleet.tuning.limits_profile)'s
+    own O(gpufleet.tuning.limits_profile#module:restart) does the same steps in the same
+    call as the writes; the limits role calls this module once per host after a change only
+    where something must run in between (the CRI client's copy for a pod probe, logind, the
+    linger, C(limits_verify_always)), with the restarts its restart policy defers left out.
   - O(reexec) runs C(systemctl daemon-reexec); O(daemon_reload) C(systemctl daemon-reload).
   - Each unit of O(units), then dockerd when O(docker) is set, is restarted and must be active
     O(settle) seconds later (a C(Type=simple) unit such as C(slurmd.service) can report a good
@@ -31,9 +34,7 @@ description:
   - A failed re-exec or reload fails the module before any restart.
   - With O(verify), once every restart succeeded, probes the contexts as
     M(gpufleet.tuning.effective_limits) does with those options and returns its result in
-    RV(verified); the limits role's first converge is then two module calls per host (the
-    profile and this one). With nothing to restart (a change of PAM files only) it only
-    probes. Nothing is probed after a failed restart or in check mode.
+    RV(verified). With nothing to restart (a change of PAM files only) it only probes. Nothing is probed after a failed restart or in check mode.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:

@@ -48,7 +48,7 @@ line=$(echo "$first" | recap)
 echo "first run:  $line"
 changed=$(echo "$line" | sed -n 's/.*changed=\([0-9]*\).*/\1/p')
 [ "${changed:-0}" -gt 0 ] || { echo "$first" | tail -40; echo "the first run changed nothing" >&2; exit 1; }
-grep -q 'Verify\|verif' <<<"$first" || { echo "$first" | tail -40; echo "no verification task ran" >&2; exit 1; }
+grep -q 'Verified in new processes: .*login' <<<"$first" || { echo "$first" | tail -40; echo "the run did not verify the login context" >&2; exit 1; }
 second=$(pull 2>&1) || { echo "$second" | tail -40; echo "ansible-pull: the rerun failed" >&2; exit 1; }
 line=$(echo "$second" | recap)
 echo "second run: $line"

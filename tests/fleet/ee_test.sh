@@ -37,6 +37,7 @@ first=$(play 2>&1) || { echo "$first" | tail -40; echo "the playbook failed in t
 line=$(echo "$first" | recap)
 echo "first run in the EE:  $line"
 grep -q 'changed=[1-9]' <<<"$line" || { echo "$first" | tail -40; echo "nothing changed" >&2; exit 1; }
+grep -q 'Verified in new processes: .*login' <<<"$first" || { echo "$first" | tail -40; echo "the run did not verify the login context" >&2; exit 1; }
 second=$(play 2>&1) || { echo "$second" | tail -40; echo "the rerun failed in the EE" >&2; exit 1; }
 line=$(echo "$second" | recap)
 echo "second run in the EE: $line"

@@ -92,3 +92,13 @@ def test_the_write_then_a_real_login_probe_in_the_same_call(tmp_path, limits_d):
     again = run_module(tmp_path, dict(restart=True, verify={'user': USER}))
     assert again['changed'] is False
     assert again['restarted'] == dict(steps=[], done=[], failed_unit={}, docker_version=None)
+
+
+def test_an_unchanged_call_that_owes_nothing_does_not_check_verify(tmp_path, limits_d):
+    # the first call writes (with good options); the second changes nothing and owes no
+    # restart, so its verify options are not even read: nothing is probed
+    first = run_module(tmp_path, dict(restart=True))
+    assert first['changed'] is True and first.get('failed') is not True, first
+    again = run_module(tmp_path, dict(restart=True, verify={'user': 'no-such-user-here'}))
+    assert again.get('failed') is not True and again['changed'] is False, again
+    assert 'verified' not in again['restarted']
