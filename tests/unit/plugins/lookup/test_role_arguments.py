@@ -78,3 +78,36 @@ def test_an_unknown_role_or_entry_point_is_an_error():
         lookup({}, 'no_such_role')
     with pytest.raises(AnsibleError, match="has no entry point 'other'"):
         role_arguments.role_options('limits', 'other', load=LOADER.load_from_file)
+
+
+def test_the_fast_load_reads_what_ansibles_loader_reads():
+    assert role_arguments.role_options('limits') == OPTIONS
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('plain', False), ('{{ x }}', True), ('{% if x %}y{% endif %}', True), ('a {# c #}', True),
+    ({'nofile': 1024}, False), ({'nofile': '{{ n }}'}, True), ({'{{ k }}': 1}, True),
+    (['a', ['{{ b }}']], True), ([1, 2.5, None, True], False)])
+def test_has_template(value, expected):
+    assert role_arguments.has_template(value) is expected
+
+
+def test_templated_values_are_checked_as_templated():
+    # a template anywhere in a value is rendered before the check, as ansible's task does
+    # (variables from playbooks and inventories are trusted templates; plain strings are not)
+    from ansible.template import trust_as_template
+    assert lookup({'limits_docker_restart': trust_as_template("{{ 'never' }}")},
+                  'limits') == [True]
+    with pytest.raises(AnsibleError) as caught:
+        lookup({'limits_docker_restart': trust_as_template('{{ policy }}'),
+                'policy': 'sometimes'}, 'limits')
+    assert 'limits_docker_restart' in str(caught.value) and 'sometimes' in str(caught.value)
+    with pytest.raises(AnsibleError) as caught:
+        lookup({'limits_profile': trust_as_template('{{ profile }}'), 'profile': ['nofile']},
+               'limits')
+    assert 'limits_profile' in str(caught.value)
+    # a template inside a list is found too
+    with pytest.raises(AnsibleError) as caught:
+        lookup({'limits_contexts': ['pam', trust_as_template('{{ other }}')],
+                'other': 'nowhere'}, 'limits')
+    assert 'limits_contexts' in str(caught.value) and 'nowhere' in str(caught.value)
