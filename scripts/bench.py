@@ -423,7 +423,8 @@ def markdown(rows, meta):
              'the entries, community.general.ini_file for system.conf and user.conf, '
              'ansible.builtin.copy of daemon.json, the same restarts as the role.',
              '- **gpufleet**: `playbooks/tune_gpu_nodes.yml --tags limits` (one '
-             'gpufleet.tuning.limits_profile call, handlers, verification after a change); '
+             'gpufleet.tuning.limits_profile call, which after a change also restarts what the '
+             'change owes and verifies every context, then the report); '
              '**audit**: `playbooks/audit_limits.yml` on the tuned fleet, as users run it '
              '(after one untimed audit, each node\'s Docker probe is reused: nothing that '
              'decides a new container\'s limits changed); **audit-fresh**: the same with '
