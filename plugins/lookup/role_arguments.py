@@ -50,11 +50,6 @@ _raw:
 
 import os
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # pragma: no cover (controller code runs on Python 3)
-    from collections import Mapping
-
 import yaml
 
 from ansible.errors import AnsibleError
@@ -77,7 +72,7 @@ def has_template(value):
     """Whether ``value`` holds a string with Jinja markup anywhere in it (keys included)."""
     if isinstance(value, str):
         return '{{' in value or '{%' in value or '{#' in value
-    if isinstance(value, Mapping):
+    if hasattr(value, 'items'):
         return any(has_template(key) or has_template(item) for key, item in value.items())
     if isinstance(value, (list, tuple, set)):
         return any(has_template(item) for item in value)
