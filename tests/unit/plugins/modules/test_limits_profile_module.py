@@ -3,33 +3,21 @@ on this machine, for the pam context only, written to a file under tmp_path (not
 machine's limits changes): bad verify options are refused before the write, check mode lists
 the steps and restarts nothing, and a real call probes a real login session after the write.
 The restarts themselves run on real systemd and dockerd in Molecule (the limits role)."""
-import json
 import os
 import pwd
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-COLLECTIONS = os.path.join(ROOT, 'build', 'collections')
+from conftest import run_module_file
+
 USER = pwd.getpwuid(os.getuid()).pw_name
 
 
 def run_module(tmp_path, args, check=False, diff=False):
-    argsfile = tmp_path / 'args.json'
-    argsfile.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': dict(
+    return run_module_file('limits_profile', tmp_path, dict(
         dict(profile={'nofile': 4096}, contexts=['pam'], domains=['*'],
              pam_path=str(tmp_path / 'limits.d' / '90-gpufleet-tuning.conf')),
-        _ansible_check_mode=check, _ansible_diff=diff, **args)}))
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'plugins', 'modules',
-                                                        'limits_profile.py'), str(argsfile)],
-                          env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=120)
-    start = proc.stdout.find('{')
-    assert start >= 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout[start:])
+        _ansible_check_mode=check, _ansible_diff=diff, **args), timeout=120)
 
 
 @pytest.fixture
@@ -63,8 +51,11 @@ def test_check_mode_lists_the_steps_and_restarts_nothing(tmp_path, limits_d):
     restarted = result['restarted']
     assert restarted['done'] == [] and restarted['failed_unit'] == {}
     assert 'verified' not in restarted
-    # a pam-only change owes no restart (user managers only where systemd runs them)
-    assert restarted['steps'] == [s for s in restarted['steps'] if s.startswith('restart user@')]
+    # a pam-only change owes no restart but the user managers', and only where systemd runs
+    if os.path.isdir('/run/systemd/system'):
+        assert all(s.startswith('restart user@') for s in restarted['steps']), restarted
+    else:
+        assert restarted['steps'] == [], restarted
     assert list(limits_d.iterdir()) == []
 
 

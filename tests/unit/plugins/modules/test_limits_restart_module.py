@@ -1,27 +1,12 @@
 """plugins/modules/limits_restart.py run as Ansible runs it, on this machine: check mode and
 diff mode plan the steps and restart nothing, nothing to do is no change, bad input is refused
 by the argument spec. (The restarts themselves run on real systemd and dockerd in Molecule.)"""
-import json
-import os
-import subprocess
-import sys
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-COLLECTIONS = os.path.join(ROOT, 'build', 'collections')
+from conftest import run_module_file
 
 
 def run_module(tmp_path, args, check=False, diff=False):
-    argsfile = tmp_path / 'args.json'
-    argsfile.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': dict(
-        args, _ansible_check_mode=check, _ansible_diff=diff)}))
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'plugins', 'modules',
-                                                        'limits_restart.py'), str(argsfile)],
-                          env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=60)
-    start = proc.stdout.find('{')
-    assert start >= 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout[start:])
+    return run_module_file('limits_restart', tmp_path, dict(
+        args, _ansible_check_mode=check, _ansible_diff=diff))
 
 
 def test_check_mode_plans_every_step_in_order_and_restarts_nothing(tmp_path):
