@@ -174,7 +174,7 @@ def audit(host, params):
                   pam_invalid=[], systemd_pending=[], present=[], unwritable=[])
     try:
         items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
-        model.parse_profile(profile, 'profile')
+        model.parse_profile(profile, 'profile', floor=False)
     except model.LimitError as exc:
         raise AuditError(str(exc), result)
     if (params.get('probe_max_age') or 0) < 0:

@@ -116,7 +116,7 @@ def read_profile(path):
             or not data['profile']:
         raise ProfileError('profile_invalid', '%s: no "profile" object with limits' % path)
     try:
-        model.parse_profile(data['profile'], '%s: profile' % path)
+        model.parse_profile(data['profile'], '%s: profile' % path, floor=False)
     except model.LimitError as exc:
         raise ProfileError('profile_invalid', str(exc))
     params = dict(profile=data['profile'], user=data.get('user') or 'root',

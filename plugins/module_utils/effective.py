@@ -327,7 +327,7 @@ def checked(params):
     expected = None
     if params['expect'] is not None:
         try:
-            expected = model.parse_profile(params['expect'], 'expect')
+            expected = model.parse_profile(params['expect'], 'expect', floor=False)
         except model.LimitError as exc:
             raise ProbeFailure(str(exc), {})
     try:

@@ -22,7 +22,10 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import
     exceeds, get_item, is_unlimited)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.values import (  # noqa: F401
     check_pair, format_human, format_limit, format_size, parse_duration, parse_go_size,
-    parse_limit, parse_profile, parse_runtime_request, parse_shm_size, parse_size, parse_value)
+    named_sides, parse_limit, parse_profile, parse_runtime_request, parse_shm_size, parse_size,
+    parse_value, profile_sides)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.floors import (  # noqa: F401
+    FLOORS, Kept, check_floor, floor_of, keep)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.pam import (  # noqa: F401
     from_limits_conf, to_limits_conf)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.systemd import (  # noqa: F401

@@ -59,7 +59,8 @@ def parse_request(params):
                    docker_shm_size=shm_size, podman_shm_size=podman_shm_size,
                    paths=dict((option, params[option]) for option in DEFAULTS),
                    slurm_conf_edit=params.get('slurm_conf_edit', True),
-                   containerd_create_spec=params.get('containerd_create_spec', False))
+                   containerd_create_spec=params.get('containerd_create_spec', False),
+                   named=model.profile_sides(profile))
 
 
 def plan_profile(params, host):
@@ -79,6 +80,12 @@ def plan_profile(params, host):
         except changes.Failure as exc:
             raise changes.Failure('%s: %s' % (label, exc.msg), context=label, kind=exc.kind,
                                   **exc.result)
+        kept = request.kept.get(label) or []
+        if kept:
+            # every hard value kept, raised or lowered, and every soft value kept, is said
+            change.result['limits_kept'] = [record.as_dict() for record in kept]
+            change.warnings = list(getattr(change, 'warnings', None) or []) + [
+                record.message() for record in kept if record.action != 'raised']
         planned.append((label, change))
     for label, change in planned:
         if change.changed:

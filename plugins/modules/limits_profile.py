@@ -503,6 +503,8 @@ def main():
         except changes.Failure as exc:
             module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['files'] = [pp.file_record(context, change) for context, change in planned]
+    result['limits_kept'] = [dict(record, context=context) for context, change in planned
+                             for record in change.result.get('limits_kept') or []]
     result['actions'] = pp.actions(planned, module, params['restart_policy'])
     for record in result.get('overrides') or []:
         # shown on every run, changed or not: a user below the profile because of a line we

@@ -24,9 +24,12 @@ class Request(object):
     def __init__(self, profile, limits, contexts, domains=('*', 'root'), units=(),
                  force=False, on_conflict='fail', dropin=None, docker_shm_size=None,
                  paths=None, slurm_conf_edit=True,
-                 containerd_create_spec=False, podman_shm_size=None):
+                 containerd_create_spec=False, podman_shm_size=None, named=None):
         self.profile = profile          # what the user wrote: {item: value or {soft, hard}}
         self.limits = limits            # the same, parsed: {item: Limit}
+        # {item: (soft named, hard named)}: a side not named is a minimum (model.keep)
+        self.named = dict(named) if named is not None else {}
+        self.kept = {}                  # {label: [model.Kept]}, filled by limits_for
         self.contexts = list(contexts)  # the configured contexts to write
         self.domains = list(domains)
         self.units = list(units)
@@ -38,6 +41,24 @@ class Request(object):
         self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
         self.slurm_conf_edit = slurm_conf_edit
         self.containerd_create_spec = containerd_create_spec  # containerd_cri: create base specs
+
+
+    def limits_for(self, label, current, ceiling=None):
+        """{item: Limit} to write for ``label``: the profile, with every higher value the
+        context has now (``current``: {item: (Limit, source)}) kept on the sides the profile
+        does not name (model.keep), capped at the node's hard ceiling. What was kept or
+        lowered is recorded in ``kept[label]``."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+        limits, records = {}, []
+        for name, asked in self.limits.items():
+            have, source = current.get(name) or (None, None)
+            top = ceiling.hard_ceiling(name)[0] if ceiling is not None else None
+            limit, found = model.keep(name, asked, self.named.get(name, (False, False)), have,
+                                      source, top)
+            limits[name] = limit
+            records.extend(found)
+        self.kept[label] = records
+        return limits
 
 
 class Context(object):
@@ -78,6 +99,17 @@ class Context(object):
         """[(label, plan)]: ``plan()`` returns the changes.Change of one file, writing nothing,
         or raises changes.Failure."""
         return []
+
+    def current(self, label, request, host):
+        """{item: (Limit, source)}: what a new process of ``label`` gets now, before this run,
+        for the items of ``request`` ({} or a missing item: unknown, and the profile is written
+        as asked). Read from the same files and managers the plan reads."""
+        return {}
+
+    def limits(self, label, request, host, ceiling):
+        """The limits ``label``'s plan writes: the request, never lower than now unless named
+        (Request.limits_for)."""
+        return request.limits_for(label, self.current(label, request, host), ceiling)
 
     def act(self, change, actions, state, host):
         """Fold a planned change into limits_profile's ``actions`` (``state``: scratch space

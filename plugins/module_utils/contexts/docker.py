@@ -74,6 +74,12 @@ def docker_busy(running):
     return ''
 
 
+def model_limit(entry):
+    """A {soft, hard} result entry as a Limit."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+    return model.Limit(entry['soft'], entry['hard'])
+
+
 class Docker(Context):
     name = 'docker'
     probe = 'docker'
@@ -94,10 +100,33 @@ class Docker(Context):
         def plan():
             # running containers are asked for only when a restart is due (owed)
             return docker_plan.plan_docker(runtime_plan.RuntimeRequest(
-                request.limits, request.paths[self.path_option],
+                self.limits(self.name, request, host, ceiling), request.paths[self.path_option],
                 shm_size=request.docker_shm_size, unit=UNIT, force=request.force,
                 field='profile'), host, ceiling, probe=False)
         return [(self.name, plan)]
+
+    def current(self, label, request, host):
+        """daemon.json's ``default-ulimits`` (file:line:column), or, for an item it does not
+        set, containerd's own limits, which a new container inherits."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
+        path = request.paths[self.path_option]
+        found = {}
+        try:
+            raw, data = dj.read(path)
+            text = text_codec.decode_bytes(raw) or ''
+            for name, limit in dj.read_ulimits(data, text, path).items():
+                if name in request.limits:
+                    found[name] = (limit, dj.where(text, (dj.ULIMITS_KEY, name), path))
+        except (dj.DaemonJsonError, FileError, ValueError):
+            return {}   # the plan names what is wrong with the file
+        inherited = info.containerd_limits()
+        for name, entry in (inherited.get('limits') or {}).items():
+            if name in request.limits and name not in found:
+                found[name] = (model_limit(entry), 'inherited from containerd (pid %s)'
+                               % inherited['pid'])
+        return found
 
     def act(self, change, actions, state, host):
         state['docker_change'] = change

@@ -36,7 +36,8 @@ class Pam(Context):
         def plan():
             path = request.paths[self.path_option]
             try:
-                entries = pam_limits_plan.profile_entries(request.limits, request.domains)
+                entries = pam_limits_plan.profile_entries(
+                    self.limits(self.name, request, host, ceiling), request.domains)
             except pam_limits_plan.PlanError as exc:
                 raise changes.Failure(str(exc), pam_limits_plan.new_result(path),
                                       kind=exc.kind)
@@ -45,6 +46,41 @@ class Pam(Context):
                 limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, ceiling=ceiling,
                 pam_version=versions.pam_version(host))
         return [(self.name, plan)]
+
+    def current(self, label, request, host):
+        """What a login of each domain gets now, the highest of the domains: the limits lines
+        that apply to it (file:line), or, for a hard side no line sets, what the login service
+        inherits (the system manager's defaults)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
+        names = list(request.limits)
+        base = systemd_system.manager_now(host, names)
+        try:
+            files = [f for f in (conf.read_file(path, versions.pam_version(host))
+                                 for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)) if f]
+        except (IOError, OSError, ValueError):
+            return {}   # the plan names the file it cannot read
+        found = {}
+        for user in domain_users(request.domains):
+            effective = conf.resolve(files, user, root_wildcards=root_wildcards())['effective']
+            for name in names:
+                entry = effective.get(name) or {}
+                for side in ('soft', 'hard'):
+                    value, source = entry.get(side), entry.get(side + '_source')
+                    if value is None and side == 'hard' and name in base:
+                        # the soft side a session starts with is not the service's (su -
+                        # starts at 1024 under a shell of 20000): only lines count there
+                        value, source = getattr(base[name][0], side), base[name][1]
+                    if value is None:
+                        continue
+                    sides = found.setdefault(name, {})
+                    if side not in sides or model.exceeds(value, sides[side][0]):
+                        sides[side] = (value, source)
+        return dict((name, (model.Limit(s.get('soft', (None,))[0], s.get('hard', (None,))[0]),
+                            '; '.join(sorted(set(v[1] for v in s.values() if v[1])))))
+                    for name, s in found.items())
 
     def probe_command(self, user, uid, params):
         return probes.login_command(user)
@@ -60,6 +96,33 @@ class Pam(Context):
 
     def configured(self, report):
         return (report or {}).get('effective') or {}
+
+
+def root_wildcards():
+    """Do ``*`` and ``@group`` lines apply to root? Not on Debian and Ubuntu (limits.conf(5))."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+    return not info.debian_family()
+
+
+def domain_users(domains):
+    """A user each domain of the profile applies to: root for ``root``, an unprivileged user
+    in no group for ``*``, the user itself for a user name; groups and ranges are left out (a
+    member's value depends on its other lines)."""
+    import pwd
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+    users = []
+    for domain in domains:
+        if domain == '*':
+            users.append(conf.User('gpufleet-any-user', 65533, 65533, [], []))
+            continue
+        if domain[:1] in ('@', '%') or ':' in domain:
+            continue
+        try:
+            entry = pwd.getpwnam(domain)
+        except KeyError:
+            continue
+        users.append(conf.User(entry.pw_name, entry.pw_uid, entry.pw_gid, [], []))
+    return users
 
 
 CONTEXT = Pam()

@@ -16,13 +16,52 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base imp
 
 def plan_manager(context, scope, request, host, ceiling):
     """[(label, plan)] of a manager's drop-in (system or user scope)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
     from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
 
     def plan():
+        limits = registry.named(context).limits(context, request, host, ceiling)
         return systemd_plan.plan_change(systemd_plan.SystemdRequest(
-            request.limits, scope=scope, dropin=request.dropin, on_conflict=request.on_conflict,
+            limits, scope=scope, dropin=request.dropin, on_conflict=request.on_conflict,
             force=request.force, field='profile'), host.run_command, ceiling)
     return [(context, plan)]
+
+
+def configured_now(resolution, names):
+    """{item: (Limit, 'file:line')} of the ``names`` a systemd resolution sets."""
+    found = {}
+    for name in names:
+        setting = resolution.settings.get(name)
+        if setting is not None:
+            found[name] = (setting.limit, '%s:%s' % (setting.path, setting.line))
+    return found
+
+
+def manager_now(host, names):
+    """{item: (Limit, source)} of the running system manager's defaults (what a new service,
+    sshd's sessions and a user manager start with), for ``names``; {} when it cannot be read."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+    if not names:
+        return {}
+    if not sdlive.systemd_running():
+        limits = host_limits.proc_limits('1')
+        source = 'PID 1 (/proc/1/limits)'
+    else:
+        limits, _error = sdlive.manager_live(
+            lambda args: host.run_command(args, environ_update=commands.live_env()))
+        source = "the running system manager's default (systemctl show)"
+    return dict((name, (limits[name], source)) for name in names if name in (limits or {}))
+
+
+def manager_current(scope, request, host):
+    """What the ``scope`` manager's services get now: the value its files set, or, where none
+    does, the running system manager's (a user manager runs with those)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
+    names = list(request.limits)
+    found = configured_now(systemd_precedence.resolve_manager(scope), names)
+    found.update(manager_now(host, [n for n in names if n not in found]))
+    return found
 
 
 class SystemdSystem(Context):
@@ -38,6 +77,9 @@ class SystemdSystem(Context):
 
     def plans(self, request, host, ceiling):
         return plan_manager(self.name, sdpaths.SYSTEM, request, host, ceiling)
+
+    def current(self, label, request, host):
+        return manager_current(sdpaths.SYSTEM, request, host)
 
     def act(self, change, actions, state, host):
         actions['reexec'] = bool(change.result.get('reexec_required'))

@@ -14,7 +14,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_liv
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts.systemd_system import (
-    plan_manager)
+    manager_current, plan_manager)
 
 
 class SystemdUser(Context):
@@ -31,6 +31,9 @@ class SystemdUser(Context):
 
     def plans(self, request, host, ceiling):
         return plan_manager(self.name, sdpaths.USER, request, host, ceiling)
+
+    def current(self, label, request, host):
+        return manager_current(sdpaths.USER, request, host)
 
     def act(self, change, actions, state, host):
         actions['user_managers'] = list(change.result.get('restart_required') or [])

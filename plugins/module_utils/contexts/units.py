@@ -46,11 +46,37 @@ class Units(Context):
         found = []
         for unit in unit_list(request.units, request.contexts):
             def plan(unit=unit):
+                limits = self.limits(PREFIX + unit, request, host, ceiling)
                 return systemd_plan.plan_change(systemd_plan.SystemdRequest(
-                    request.limits, unit=unit, dropin=request.dropin,
+                    limits, unit=unit, dropin=request.dropin,
                     on_conflict=request.on_conflict, force=request.force, field='profile'),
                     host.run_command, ceiling)
             found.append((PREFIX + unit, plan))
+        return found
+
+    def current(self, label, request, host):
+        """The unit's own ``Limit*=`` (file:line), or what systemd has loaded for it (the
+        manager's defaults) where its files set none."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts.systemd_system \
+            import configured_now
+        unit = label[len(PREFIX):]
+        names = list(request.limits)
+        try:
+            found = configured_now(systemd_precedence.resolve_unit(unit), names)
+        except (systemd_conf.ConfError, limits_model.LimitError, IOError, OSError):
+            return {}  # the plan reports what is wrong with the unit's files
+        missing = [n for n in names if n not in found]
+        if missing and systemd_live.systemd_running():
+            state = systemd_live.unit_live(
+                lambda args: host.run_command(args, environ_update=commands.live_env()), unit)
+            loaded = state.get('limits') or {}
+            found.update((n, (loaded[n], 'what systemd has loaded for %s' % unit))
+                         for n in missing if n in loaded)
         return found
 
     def act(self, change, actions, state, host):

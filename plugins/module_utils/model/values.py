@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.floors import check_floor
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
     ITEMS, UNLIMITED, Limit, LimitError, exceeds, get_item, is_int)
 
@@ -147,9 +148,11 @@ def parse_go_size(text, binary, where='value'):
     return int(size)
 
 
-def parse_limit(item, spec, where='value'):
+def parse_limit(item, spec, where='value', floor=True):
     """A profile entry -> Limit. ``spec`` is a value (soft = hard) or a dict with ``soft``/``hard``
-    (either may be missing: the missing side is None) or ``value``."""
+    (either may be missing: the missing side is None) or ``value``. ``floor``: refuse a value
+    below the item's floor (model.floors), as every value to be written is; an expectation
+    that is only compared passes False."""
     item = get_item(item, where) if isinstance(item, str) else item
     if isinstance(spec, dict):
         unknown = sorted(set(spec) - set(['soft', 'hard', 'value']))
@@ -160,7 +163,10 @@ def parse_limit(item, spec, where='value'):
             if spec.get('soft') is not None or spec.get('hard') is not None:
                 raise LimitError('%s: give either value or soft/hard, not both' % where)
             value = parse_value(item, spec['value'], where + '.value')
-            return Limit(value, value)
+            limit = Limit(value, value)
+            if floor:
+                check_floor(item, limit, where + '.value')
+            return limit
         soft = spec.get('soft')
         hard = spec.get('hard')
         if soft is None and hard is None:
@@ -171,7 +177,22 @@ def parse_limit(item, spec, where='value'):
         value = parse_value(item, spec, where)
         limit = Limit(value, value)
     check_pair(item, limit, where)
+    if floor:
+        check_floor(item, limit, where)
     return limit
+
+
+def named_sides(spec):
+    """(soft named, hard named) of a profile entry: a plain value or ``{value}`` names neither
+    (a minimum: higher values are kept), ``{soft, hard}`` names the sides it gives."""
+    if isinstance(spec, dict) and spec.get('value') is None:
+        return spec.get('soft') is not None, spec.get('hard') is not None
+    return False, False
+
+
+def profile_sides(profile):
+    """{item_name: (soft named, hard named)} of a profile (see :func:`named_sides`)."""
+    return dict((get_item(name).name, named_sides(spec)) for name, spec in profile.items())
 
 
 def check_pair(item, limit, where='value'):
@@ -182,14 +203,14 @@ def check_pair(item, limit, where='value'):
                             item.name))
 
 
-def parse_profile(profile, where='limits'):
-    """{item: value or {soft, hard}} -> {item_name: Limit}."""
+def parse_profile(profile, where='limits', floor=True):
+    """{item: value or {soft, hard}} -> {item_name: Limit} (``floor``: see parse_limit)."""
     if not isinstance(profile, dict):
         raise LimitError('%s: must be a mapping of item -> value or {soft, hard}' % where)
     result = {}
     for name, spec in profile.items():
         item = get_item(name, '%s.%s' % (where, name))
-        result[item.name] = parse_limit(item, spec, '%s.%s' % (where, name))
+        result[item.name] = parse_limit(item, spec, '%s.%s' % (where, name), floor)
     return result
 
 

@@ -56,9 +56,9 @@ def test_parse_value_errors(item, value, message):
 def test_parse_limit_forms():
     assert m.parse_limit('nofile', 1024) == m.Limit(1024, 1024)
     assert m.parse_limit('nofile', {'soft': 1024, 'hard': 4096}) == m.Limit(1024, 4096)
-    assert m.parse_limit('nofile', {'value': 5}) == m.Limit(5, 5)
+    assert m.parse_limit('nofile', {'value': 5000}) == m.Limit(5000, 5000)
     assert m.parse_limit('memlock', {'soft': '1G', 'hard': 'unlimited'}) == m.Limit(1024 ** 3, U)
-    assert m.parse_limit('nofile', {'soft': 5}) == m.Limit(5, None)
+    assert m.parse_limit('nofile', {'soft': 5000}) == m.Limit(5000, None)
 
 
 @pytest.mark.parametrize('spec,message', [

@@ -161,31 +161,31 @@ def test_plan_new_file_two_lines_per_entry():
 
 def test_plan_keeps_foreign_bytes_and_unterminated_last_line():
     current = '# mine\n\t@x\tsoft\tcore\t0   # tabs\nlast hard nproc 5'
-    text = plan.plan_file(current, entries({'domain': '*', 'item': 'nofile', 'value': 10}),
+    text = plan.plan_file(current, entries({'domain': '*', 'item': 'nofile', 'value': 10240}),
                           'present')
     assert text.startswith(current + '\n')
-    assert text.endswith('*               hard  nofile      10\n')
+    assert text.endswith('*               hard  nofile      10240\n')
 
 
 def test_plan_semantic_idempotence_and_replacement():
-    current = 'root - nofile 10\n# keep\nroot soft nproc 1\n'
-    same = plan.plan_file(current, entries({'domain': 'root', 'item': 'nofile', 'value': 10}),
+    current = 'root - nofile 10240\n# keep\nroot soft nproc 1\n'
+    same = plan.plan_file(current, entries({'domain': 'root', 'item': 'nofile', 'value': 10240}),
                           'present')
     assert same == current
-    changed = plan.plan_file(current, entries({'domain': 'root', 'item': 'nofile', 'value': 20}),
+    changed = plan.plan_file(current, entries({'domain': 'root', 'item': 'nofile', 'value': 20480}),
                              'present')
-    assert changed.splitlines()[0].split() == ['root', 'soft', 'nofile', '20']
+    assert changed.splitlines()[0].split() == ['root', 'soft', 'nofile', '20480']
     assert changed.splitlines()[2] == '# keep'
 
 
 def test_plan_absent_and_exclusive():
-    current = '# c\n* soft nofile 1\n* hard nofile 1\nbob soft core 0\njunk\n'
+    current = '# c\n* soft nofile 2048\n* hard nofile 2048\nbob soft core 0\njunk\n'
     absent = plan.plan_file(current, entries({'domain': '*', 'item': 'nofile'}, state='absent'),
                             'absent')
     assert absent == '# c\nbob soft core 0\njunk\n'
-    exclusive = plan.plan_file(current, entries({'domain': '*', 'item': 'nofile', 'value': 1}),
+    exclusive = plan.plan_file(current, entries({'domain': '*', 'item': 'nofile', 'value': 2048}),
                                'present', exclusive=True)
-    assert exclusive == '# c\n* soft nofile 1\n* hard nofile 1\n'
+    assert exclusive == '# c\n* soft nofile 2048\n* hard nofile 2048\n'
 
 
 @pytest.mark.parametrize('raw,message', [
@@ -196,7 +196,10 @@ def test_plan_absent_and_exclusive():
     ({'domain': '*', 'item': 'nofile', 'soft': 9, 'hard': 1}, 'soft 9 is above hard 1'),
     ({'domain': '*', 'item': 'nofile', 'soft': 9}, 'both soft and hard'),
     ({'domain': '%', 'item': 'nofile', 'value': 1}, 'maxlogins only'),
-    ({'domain': '*', 'item': 'stack', 'value': '1000B'}, 'whole number of KiB'),
+    ({'domain': '*', 'item': 'stack', 'value': '8388609B'}, 'whole number of KiB'),
+    ({'domain': '*', 'item': 'nofile', 'value': 0}, r'limits\[0\]\.value: soft nofile 0 is below '
+                                                    'the floor 1024'),
+    ({'domain': '*', 'item': 'nproc', 'soft': 1, 'hard': 4096}, 'soft nproc 1 is below the floor'),
     ({'domain': '*', 'item': 'nofile', 'valu': 1}, 'unknown key'),
 ])
 def test_plan_refusals(raw, message):
@@ -206,8 +209,8 @@ def test_plan_refusals(raw, message):
 
 def test_duplicate_entries_refused():
     with pytest.raises(plan.PlanError, match='duplicates'):
-        entries({'domain': '*', 'item': 'nofile', 'value': 1},
-                {'domain': '*', 'item': 'nofile', 'value': 2})
+        entries({'domain': '*', 'item': 'nofile', 'value': 1024},
+                {'domain': '*', 'item': 'nofile', 'value': 2048})
 
 
 class FakeCeiling(object):
@@ -266,7 +269,7 @@ def test_overrides_say_what_the_user_gets_and_replaced_lines_are_named():
 
 
 def test_wildcard_without_root_warns():
-    assert plan.wildcard_root_warnings(entries({'domain': '*', 'item': 'nofile', 'value': 1}))
+    assert plan.wildcard_root_warnings(entries({'domain': '*', 'item': 'nofile', 'value': 1024}))
     assert not plan.wildcard_root_warnings(entries(
-        {'domain': '*', 'item': 'nofile', 'value': 1},
-        {'domain': 'root', 'item': 'nofile', 'value': 1}))
+        {'domain': '*', 'item': 'nofile', 'value': 1024},
+        {'domain': 'root', 'item': 'nofile', 'value': 1024}))

@@ -14,11 +14,11 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import un
 
 
 def test_pam_entries_cover_every_domain_and_item():
-    limits = model.parse_profile({'nofile': 65536, 'nproc': {'soft': 1, 'hard': 2}}, 'profile')
+    limits = model.parse_profile({'nofile': 65536, 'nproc': {'soft': 2048, 'hard': 4096}}, 'profile')
     entries = pam_limits_plan.profile_entries(limits, ['*', 'root'])
     assert [(e.domain, e.item.name, e.limit.soft, e.limit.hard) for e in entries] == [
-        ('*', 'nofile', 65536, 65536), ('*', 'nproc', 1, 2),
-        ('root', 'nofile', 65536, 65536), ('root', 'nproc', 1, 2)]
+        ('*', 'nofile', 65536, 65536), ('*', 'nproc', 2048, 4096),
+        ('root', 'nofile', 65536, 65536), ('root', 'nproc', 2048, 4096)]
     assert entries[3].where == 'profile.nproc (root nproc)'
 
 
@@ -26,7 +26,7 @@ def test_pam_entries_name_what_the_user_wrote():
     with pytest.raises(pam_limits_plan.PlanError, match=r'^profile\.nofile: nofile cannot be'):
         pam_limits_plan.profile_entries(model.parse_profile({'nofile': 'unlimited'}), ['*'])
     with pytest.raises(pam_limits_plan.PlanError, match=r"^domains\[1\]: 'bad domain': a domain cannot hold blanks"):
-        pam_limits_plan.profile_entries(model.parse_profile({'nofile': 1}), ['*', 'bad domain'])
+        pam_limits_plan.profile_entries(model.parse_profile({'nofile': 1024}), ['*', 'bad domain'])
 
 
 def test_unit_list_adds_containerd_and_service_suffix_once():

@@ -24,15 +24,16 @@ class FakeCeiling(object):
 
 def test_parse_request_converts_profile_values():
     request = mod.parse_request({'nofile': {'soft': 4096, 'hard': 16384}, 'memlock': '64MiB',
-                                 'stack': 'unlimited', 'cpu': 10}, 'present')
+                                 'stack': 'unlimited', 'cpu': 100}, 'present')
     assert request == {'nofile': L(4096, 16384), 'memlock': L(64 * 1024 ** 2, 64 * 1024 ** 2),
-                       'stack': L(U, U), 'cpu': L(600, 600)}
+                       'stack': L(U, U), 'cpu': L(6000, 6000)}
 
 
 @pytest.mark.parametrize('limits,message', [
     ({'nofiles': 5}, r'limits.nofiles: unknown limit item'),
     ({'maxlogins': 5}, r'limits.maxlogins: .*not a resource limit systemd can set'),
-    ({'nofile': {'soft': 10}}, r'limits.nofile: systemd needs both soft and hard'),
+    ({'nofile': {'soft': 10000}}, r'limits.nofile: systemd needs both soft and hard'),
+    ({'nofile': 0}, r'limits.nofile: soft nofile 0 is below the floor 1024, which is never written'),
     ({'nproc': {'soft': 9000, 'hard': 100}}, r'limits.nproc: soft 9000 is above hard 100'),
     ({}, r'limits: required'),
 ])

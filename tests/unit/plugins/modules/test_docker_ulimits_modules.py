@@ -104,8 +104,9 @@ def test_docker_creates_file_and_directory(tmp_path):
      r'^ulimits.nofile: soft 9000 is above hard 100'),
     (FOREIGN, {'ulimits': {'nofile': 'lots'}}, r'^ulimits.nofile: nofile needs a whole number'),
     (FOREIGN, {'ulimits': {'fds': 1}}, r"^ulimits.fds: unknown limit item 'fds'"),
-    (FOREIGN, {'ulimits': {'maxlogins': 1}}, r'not a resource limit'),
-    (FOREIGN, {'ulimits': {'nofile': {'hard': 100}}}, r'^ulimits.nofile: give both soft and hard'),
+    (FOREIGN, {'ulimits': {'maxlogins': 10}}, r'not a resource limit'),
+    (FOREIGN, {'ulimits': {'nofile': {'hard': 10000}}}, r'^ulimits.nofile: give both soft and hard'),
+    (FOREIGN, {'ulimits': {'nofile': 0}}, r'^ulimits.nofile: soft nofile 0 is below the floor'),
     (FOREIGN, {'shm_size': 'huge'}, r"^shm_size: 'huge' is not a size"),
 ])
 def test_docker_refusals_leave_the_file_untouched(tmp_path, daemon_json, content, args, message):
@@ -198,11 +199,11 @@ def test_podman_creates_the_dropin(tmp_path):
 
 
 @pytest.mark.parametrize('content, args, message', [
-    ('[containers]\ndefault_ulimits = ["core=0:0", "nofile=many"]\n', {'ulimits': {'nproc': 5}},
+    ('[containers]\ndefault_ulimits = ["core=0:0", "nofile=many"]\n', {'ulimits': {'nproc': 5000}},
      r"90-gpufleet-tuning.conf:2:32: default_ulimits: 'nofile=many' is not NAME=SOFT"),
-    ('[containers]\ndefault_ulimits = ["core=0:0",\n', {'ulimits': {'nproc': 5}},
+    ('[containers]\ndefault_ulimits = ["core=0:0",\n', {'ulimits': {'nproc': 5000}},
      r'90-gpufleet-tuning.conf:2:19: unterminated array'),
-    ('[containers]\ndefault_ulimits = [1024]\n', {'ulimits': {'nproc': 5}},
+    ('[containers]\ndefault_ulimits = [1024]\n', {'ulimits': {'nproc': 5000}},
      r'90-gpufleet-tuning.conf:2:20: default_ulimits holds strings only'),
     ('[containers]\nshm_size = "lots"\n', {'shm_size': '1G', 'ulimits': {'nofile': 'x'}},
      r'^ulimits.nofile'),

@@ -93,3 +93,48 @@ def test_an_unchanged_call_that_owes_nothing_does_not_check_verify(tmp_path, lim
     again = run_module(tmp_path, dict(restart=True, verify={'user': 'no-such-user-here'}))
     assert again.get('failed') is not True and again['changed'] is False, again
     assert 'verified' not in again['restarted']
+
+
+def pid1_hard_nofile():
+    with open('/proc/1/limits') as handle:
+        for line in handle:
+            if line.startswith('Max open files'):
+                return line.split()[4]
+    return None
+
+
+@pytest.mark.skipif(os.path.isdir('/run/systemd/system'),
+                    reason='where systemd runs, logins inherit its defaults, not PID 1 limits')
+def test_a_plain_value_keeps_the_higher_hard_limit_logins_inherit(tmp_path, limits_d):
+    """Issue 31: a one-value profile set hard = soft and cut the hard limit logins inherit.
+    Here no limits line sets nofile, so a login's hard limit is PID 1's: it is kept, the run
+    says so with its source, and the soft limit is the profile's."""
+    hard = pid1_hard_nofile()
+    if hard in (None, 'unlimited') or int(hard) <= 1024:
+        pytest.skip('PID 1 has no hard nofile above 1024 here')
+    result = run_module(tmp_path, dict(profile={'nofile': 1024}), diff=True)
+    assert result.get('failed') is not True, result
+    text = (limits_d / '90-gpufleet-tuning.conf').read_text()
+    assert [line.split() for line in text.splitlines() if 'nofile' in line] == [
+        ['*', 'soft', 'nofile', '1024'], ['*', 'hard', 'nofile', hard]], text
+    kept = result['limits_kept']
+    assert [(k['context'], k['item'], k['side'], k['action'], k['after'], k['source'])
+            for k in kept] == [('pam', 'nofile', 'hard', 'kept', int(hard),
+                                'PID 1 (/proc/1/limits)')], kept
+    assert 'pam: hard nofile %s kept' % hard in str(result.get('warnings')), result
+
+    # a profile that names the hard side lowers it, and the run says so
+    result = run_module(tmp_path, dict(profile={'nofile': {'soft': 1024, 'hard': 2048}}))
+    assert result.get('failed') is not True, result
+    assert '*               hard  nofile      2048' in (
+        limits_d / '90-gpufleet-tuning.conf').read_text()
+    assert [(k['side'], k['action'], k['before'], k['after']) for k in result['limits_kept']] == [
+        ('hard', 'lowered', int(hard), 2048)], result['limits_kept']
+    assert 'pam: hard nofile lowered from %s' % hard in str(result.get('warnings')), result
+
+
+def test_a_value_below_the_floor_is_refused_with_force_and_nothing_is_written(tmp_path, limits_d):
+    result = run_module(tmp_path, dict(profile={'nofile': 0, 'nproc': 8192}, force=True))
+    assert result['failed'] is True, result
+    assert result['msg'].startswith('profile.nofile: soft nofile 0 is below the floor 1024'), result
+    assert list(limits_d.iterdir()) == []
