@@ -168,3 +168,38 @@ class Restarter(object):
                     return result
             result['done'].append(describe(step))
         return result
+
+
+def put_back(restarter, written, planned, done):
+    """After a restart that failed outright: every file of ``written`` ([(context, Change)],
+    in write order) put back, then the steps of ``planned`` this call had done, and the one
+    that failed, done again with the earlier files, so that the node runs on them (a user
+    manager, dockerd, the system manager's defaults). Returns (restored paths, what ran again:
+    the Restarter's result, or the RestartError's message)."""
+    restored = []
+    for _context, change in reversed(written):
+        try:
+            change.undo()
+            restored.append(change.path)
+        except (IOError, OSError) as exc:
+            restored.append('%s (NOT restored: %s)' % (change.path, exc))
+    again = planned[:len(done.get('done') or []) + 1]
+    if again and again[-1][0] == 'docker':
+        again.append(('docker_wait', DOCKER_UNIT))
+    try:
+        outcome = restarter.run(again)
+    except RestartError as exc:
+        outcome = exc.msg
+    return restored, outcome
+
+
+def put_back_message(restored, outcome):
+    """What :func:`put_back` did, for the failure message."""
+    text = 'restored: %s' % (', '.join(restored) or 'no file')
+    if isinstance(outcome, dict):
+        if outcome.get('failed_unit'):
+            return text + '; %s did NOT start again with the earlier files: %s' % (
+                outcome['failed_unit']['unit'], outcome['failed_unit']['error'])
+        return text + '; done again with the earlier files: %s' % (
+            ', '.join(outcome.get('done') or []) or 'nothing')
+    return text + '; done again with the earlier files, which failed too: %s' % outcome

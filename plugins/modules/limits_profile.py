@@ -48,6 +48,17 @@ options:
         size items, minutes for C(cpu)); C(unlimited)/C(infinity)/C(-1) mean unlimited.
       - Every context gets every item; an item a context cannot express (C(maxlogins) for
         systemd or Docker) is refused, naming the context.
+      - A plain value (or C(value)) is a minimum. Each context gets at least that soft and
+        hard limit, and keeps any higher soft or hard limit it has now (the limits lines and
+        the hard limit logins inherit, the managers' files or running defaults, a unit's
+        C(Limit*=) or loaded values, C(daemon.json) or containerd's own limits). A kept value
+        above the node's hard ceiling is capped there. RV(limits_kept) and a warning report
+        each kept value.
+      - A side named in C(soft)/C(hard) is written as given, lower or not. A lowered value is
+        reported too.
+      - No value below an item's floor is ever written, with or without O(force). The floors
+        are nofile and nproc 1024, stack 8MiB, memlock 64KiB, as, data and fsize 1GiB, cpu 1
+        hour, sigpending 1024, maxlogins and maxsyslogins 4 (docs/limit-model.md says why).
     type: dict
     required: true
   domains:
@@ -375,6 +386,8 @@ restarted:
       dockerd's version after its restart (C(docker_version)) and, with O(verify), the
       probes' result (C(verified), M(gpufleet.tuning.effective_limits)' return). C(steps)
       lists the restarts planned (in check mode those that would be done).
+    - After a restart that failed outright, C(put_back) has C(restored) (the files put back)
+      and C(outcome) (what was restarted again with them, or why that failed).
   returned: when O(restart) is true
   type: dict
   sample: {steps: [systemctl daemon-reexec, restart docker.service,
@@ -382,6 +395,18 @@ restarted:
            done: [systemctl daemon-reexec, restart docker.service, wait for dockerd to answer],
            failed_unit: {}, docker_version: 20.10.24+dfsg1,
            verified: {gaps: [], regressions: [], errors: []}}
+limits_kept:
+  description:
+    - Each side of an item not simply written as the profile asks, per context. C(action) is
+      C(kept) (the context had more and keeps it), C(raised) (a hard value above what the
+      context had) or C(lowered) (the profile names the side; the context had more). C(asked),
+      C(before) and C(after) are in kernel units; C(source) is where C(before) came from.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{context: systemd_system, item: nofile, side: hard, asked: 65536, before: 524288,
+            after: 524288, action: kept,
+            source: "the running system manager's default (systemctl show)"}]
 context:
   description: The context whose guard or write failed.
   returned: failure
@@ -497,9 +522,10 @@ def main():
             and not module.check_mode):
         result['baseline'] = login_baseline(module, params['baseline_user'])
 
+    written = []
     if changed and not module.check_mode:
         try:
-            pp.apply_all(planned, params['backup'])
+            written = pp.apply_all(planned, params['backup'])
         except changes.Failure as exc:
             module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['files'] = [pp.file_record(context, change) for context, change in planned]
@@ -520,7 +546,7 @@ def main():
     if 'running_containers' in result['actions']:
         result['running_containers'] = result['actions'].pop('running_containers')
     if params['restart']:
-        restart(module, params, result, verify)
+        restart(module, params, result, verify, written)
     module.exit_json(**result)
 
 
@@ -551,9 +577,11 @@ def verify_request(module, params, result):
         module.fail_json(msg='%s (nothing was written)' % exc.msg, **result)
 
 
-def restart(module, params, result, verify):
+def restart(module, params, result, verify, written=()):
     """``restart``: the restarts ``actions`` owes and the policy allows, then the probes
-    (``verify``), into ``restarted``; only when a file changed or a restart is owed."""
+    (``verify``), into ``restarted``; only when a file changed or a restart is owed. A restart
+    that fails outright puts back the files this call wrote (``written``) and does again what
+    it had restarted, with them, before the task fails (``restarted.put_back``)."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
 
     actions = result['actions']
@@ -578,12 +606,15 @@ def restart(module, params, result, verify):
 
         verify['baseline'] = result.get('baseline')
         probe, probe_failure = effective.probe, effective.ProbeFailure
+    restarter = restarts.Restarter(module, settle=params['settle'],
+                                   docker_wait=params['docker_wait'])
     try:
-        restarts.restart_then_probe(
-            restarts.Restarter(module, settle=params['settle'], docker_wait=params['docker_wait']),
-            planned, done, verify, probe)
+        restarts.restart_then_probe(restarter, planned, done, verify, probe)
     except restarts.RestartError as exc:
-        module.fail_json(msg='restart: %s' % exc.msg, **result)
+        restored, outcome = restarts.put_back(restarter, list(written), planned, dict(done))
+        done['put_back'] = dict(restored=restored, outcome=outcome)
+        module.fail_json(msg='restart: %s; %s' % (exc.msg, restarts.put_back_message(
+            restored, outcome)), **result)
     except probe_failure as exc:
         done['verified'] = exc.result
         module.fail_json(msg='verify: %s' % exc.msg, **result)

@@ -157,3 +157,64 @@ def test_restart_then_probe_says_what_was_done_before_a_failure():
                                     restarts.steps(dict(reexec=True, daemon_reload=True)), result)
     assert 'daemon-reload' in failure.value.msg and 'Access denied' in failure.value.msg
     assert result['done'] == ['systemctl daemon-reexec'] and result['failed_unit'] == {}
+
+
+class Written(object):
+    """A written file (changes.Change's undo), recording the order it is put back in."""
+
+    def __init__(self, path, order, fails=False):
+        self.path, self.order, self.fails = path, order, fails
+
+    def undo(self):
+        if self.fails:
+            raise OSError('read-only file system')
+        self.order.append(self.path)
+
+
+def test_a_restart_that_fails_outright_puts_back_the_files_and_redoes_what_was_done():
+    """Issue 31: limits_profile(restart) wrote nofile 0 for both managers, re-executed systemd
+    and failed at the user managers' restart, leaving the node locked out. Now every file goes
+    back (last written first) and the steps done so far, and the failed one, run again with
+    the earlier files."""
+    host = Host({('systemctl', 'restart', 'user@0.service'): [(1, '', 'Job failed'),
+                                                              (0, '', '')]})
+    planned = restarts.steps(PARAMS)
+    done = {}
+    with pytest.raises(restarts.RestartError) as caught:
+        restarts.restart_then_probe(restarter(host), planned, done)
+    assert done['done'] == ['systemctl daemon-reexec', 'systemctl daemon-reload',
+                            'restart slurmd.service']
+    order = []
+    written = [('pam', Written('/etc/security/limits.d/90-gpufleet-tuning.conf', order)),
+               ('systemd_user', Written('/etc/systemd/user.conf.d/90-gpufleet-tuning.conf',
+                                        order))]
+    host.calls[:] = []
+    restored, outcome = restarts.put_back(restarter(host), written, planned, done)
+    assert order == ['/etc/systemd/user.conf.d/90-gpufleet-tuning.conf',
+                     '/etc/security/limits.d/90-gpufleet-tuning.conf'] == restored
+    assert outcome['done'] == ['systemctl daemon-reexec', 'systemctl daemon-reload',
+                               'restart slurmd.service',
+                               'restart user@0.service user@1001.service']
+    assert 'systemctl restart docker.service' not in host.calls   # never restarted: left alone
+    message = restarts.put_back_message(restored, outcome)
+    assert message.startswith('restored: /etc/systemd/user.conf.d/90-gpufleet-tuning.conf, ')
+    assert 'done again with the earlier files: systemctl daemon-reexec' in message
+    assert 'Job failed' in caught.value.msg
+
+
+def test_put_back_says_what_it_could_not_restore_or_restart():
+    host = Host({('systemctl', 'daemon-reexec'): [(1, '', 'no bus')]})
+    restored, outcome = restarts.put_back(
+        restarter(host), [('pam', Written('/x.conf', [], fails=True))], [('reexec', None)],
+        {'done': []})
+    assert restored == ['/x.conf (NOT restored: read-only file system)']
+    assert 'daemon-reexec failed' in outcome
+    assert 'which failed too' in restarts.put_back_message(restored, outcome)
+
+
+def test_put_back_after_dockerd_failed_to_answer_waits_for_it_again():
+    host = Host()
+    _restored, outcome = restarts.put_back(
+        restarter(host), [], [('docker', 'docker.service'), ('docker_wait', 'docker.service')],
+        {'done': ['restart docker.service']})
+    assert outcome['done'] == ['restart docker.service', 'wait for dockerd to answer']
