@@ -83,13 +83,15 @@ def unappliable(configured, ceiling):
     return found
 
 
-def source_of(context, configured, actual=None, blocked=None):
+def source_of(context, configured, actual=None, blocked=None, pending=None):
     """Where the actual value comes from, or ''.
 
     A file is named only when the value it sets is the value the probe saw (``actual``,
     ``{soft, hard}``); otherwise the text says what is known: pam_limits that could not apply
-    a line (``blocked``: the lines from :func:`unappliable`; the session kept its defaults), or
-    a systemd setting not applied yet."""
+    a line (``blocked``: the lines from :func:`unappliable`; the session kept its defaults), a
+    setting not applied yet, said only with evidence (``pending``: the action that applies it,
+    from :func:`pending_actions`: the running manager or unit has not loaded the file, or the
+    daemon started before the file changed), or a file that does not decide the value."""
     if not configured:
         return ''
     matches = actual is None or (configured.get('soft') == actual.get('soft')
@@ -114,17 +116,47 @@ def source_of(context, configured, actual=None, blocked=None):
         return soft or hard
     where = _where(configured)
     if where and not matches:
-        return ('%s sets %s, not applied yet (the running process has %s: a restart or '
-                'daemon-reexec applies it)' % (where, _pair(configured), _pair(actual)))
+        if pending:
+            return ('%s sets %s, not applied yet (a new process gets %s; %s applies it)'
+                    % (where, _pair(configured), _pair(actual), pending))
+        return ('%s sets %s, but a new process gets %s: that file does not decide it here (it '
+                'is loaded: no restart or re-exec is owed)' % (where, _pair(configured),
+                                                              _pair(actual)))
     return where
 
 
-def rows(observed, expected, gaps, configured_by_context, items, blocked=None, predicted=()):
+def pending_actions(reports, host):
+    """{(context, item): action} for the values a file sets and a running process has not
+    taken yet, with evidence: systemd's own word (the manager or unit reports other values than
+    its files: systemctl show) or dockerd started before daemon.json last changed."""
+    found = {}
+    system = reports.get(registry.named('systemd_system').probe) or {}
+    user = reports.get(registry.named('systemd_user').probe) or {}
+    for entry in system.get('pending') or []:
+        context = (registry.named('systemd_system').probe if entry['target'] == 'manager'
+                   else effective.unit_context(entry['target']))
+        found.setdefault((context, entry['item']), entry['action'])
+    for entry in user.get('pending') or []:
+        found.setdefault((registry.named('systemd_user').probe, entry['item']), entry['action'])
+    docker = registry.named('docker')
+    if reports.get(docker.probe) is not None:
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import (
+            docker as docker_context)
+        if docker_context.docker_pending(host, docker_context.DAEMON_JSON):
+            for item in model.ITEMS:
+                found[(docker.probe, item)] = ('restarting docker.service (dockerd started '
+                                               'before daemon.json last changed)')
+    return found
+
+
+def rows(observed, expected, gaps, configured_by_context, items, blocked=None, predicted=(),
+         pending=None):
     """One row per probed context and profile item: actual, expected, gap sides, source and
     ``how`` (``probed``: a new process showed it; ``reused``: a new container showed it at
     ``proved_at`` and nothing that decides it has changed since, module_utils/proofs.py;
     ``predicted``: worked out from the files, the contexts in ``predicted``). ``blocked``: the
-    login lines pam_limits cannot apply (:func:`unappliable`)."""
+    login lines pam_limits cannot apply (:func:`unappliable`); ``pending``: the evidence of
+    values not applied yet (:func:`pending_actions`)."""
     found = []
     for context, entry in observed.items():
         configured = configured_by_context.get(context, {})
@@ -133,7 +165,8 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
             gap = [g for g in gaps if g['context'] == context and g['item'] == item]
             source = source_of(context, configured.get(item) or {},
                                dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
-                               blocked if context == 'login' else None)
+                               blocked if context == 'login' else None,
+                               (pending or {}).get((context, item)))
             row = dict(
                 context=context, item=item,
                 actual=limit['human'] if limit else '(none)',
@@ -232,7 +265,7 @@ def audit(host, params):
         systemd_pending=system['pending'],
         rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
                   unappliable(configured[registry.named('pam').probe], host_limits.Ceiling()),
-                  predicted))
+                  predicted, pending_actions(reports, host)))
     if job:
         result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
     return result, warnings

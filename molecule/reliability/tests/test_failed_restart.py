@@ -2,9 +2,10 @@
 run are put back, the daemon is started again with them and the host fails with both outcomes.
 
 dockerd, through the limits role (roles/limits/tasks/restart_unit.yml, the same path as
-slurmd's in molecule/slurm): ``fsize: 0`` (meant as "no limit") in docker.service's drop-in
-passes every guard; dockerd is killed by SIGXFSZ when it writes its pid file, so its restart
-fails.
+slurmd's in molecule/slurm): a site's start check (an ``ExecStartPre=`` drop-in) refuses this
+run's docker.service drop-in, which sets sigpending, so dockerd's restart fails. (Before issue
+31 this was ``fsize: 0``, which killed dockerd with SIGXFSZ; that value is now below fsize's
+floor and refused before any write.)
 
 containerd, through containerd_base_spec: a base spec left at the module's ``spec_path`` from
 an earlier tool holds ``"uid": "0"`` (a string); no handler references it, so containerd runs.
@@ -21,11 +22,17 @@ from conftest import (BASELINE, container_limits, node, output, run_module, run_
 DROPIN = '/etc/systemd/system/docker.service.d/90-gpufleet-tuning.conf'
 
 
-def test_a_dockerd_killed_by_its_new_limits_runs_again_with_the_old_files(host, baseline):
+SITE_CHECK = '/etc/systemd/system/docker.service.d/00-site-check.conf'
+
+
+def test_a_dockerd_refused_with_its_new_limits_runs_again_with_the_old_files(host, baseline):
+    node(host, "mkdir -p /etc/systemd/system/docker.service.d && printf '%%s\\n' '[Service]' "
+               "'ExecStartPre=/bin/sh -c \"! grep -qs ^LimitSIGPENDING= %s\"' > %s && "
+               "systemctl daemon-reload" % (DROPIN, SITE_CHECK))
     before = snapshot(host)
     dockerd = service_identity(host, 'docker.service')
     try:
-        rc, out = run_role(host, limits_profile=dict(BASELINE, fsize=0),
+        rc, out = run_role(host, limits_profile=dict(BASELINE, sigpending=16384),
                            limits_contexts=['docker'], limits_units=['docker.service'],
                            limits_docker_restart='always')
         assert rc != 0, out[-3000:]
@@ -42,6 +49,7 @@ def test_a_dockerd_killed_by_its_new_limits_runs_again_with_the_old_files(host, 
         assert service_identity(host, 'docker.service')[0] != dockerd[0]
         assert container_limits(host)['nofile'].hard == BASELINE['nofile']
     finally:
+        node(host, 'rm -f %s && systemctl daemon-reload' % SITE_CHECK)
         baseline()
 
 

@@ -1,9 +1,10 @@
 """A slurmd restart that fails must not leave the node without slurmd: the role puts the files
 of the run back, starts slurmd again and fails the host with both outcomes.
 
-The change slurmd rejects: ``fsize: 0`` (someone meaning "no limit") passes every guard, and
-slurmd, a Type=simple unit, restarts "successfully" and is killed by SIGXFSZ the moment it
-writes its pid file."""
+The restart slurmd fails: a site's start check (an ``ExecStartPre=`` drop-in) refuses this
+run's drop-in, which sets sigpending. (Before issue 31 this test used ``fsize: 0``, which
+killed slurmd with SIGXFSZ; that value is now below fsize's floor and refused before any
+write, in the reliability suite's bad-input list.)"""
 import os
 import tempfile
 
@@ -15,13 +16,20 @@ PLAY = '''- hosts: all
   roles:
     - role: gpufleet.tuning.limits
       vars:
-        limits_profile: {nofile: 16384, nproc: 8192, memlock: 8MiB, fsize: 0}
+        limits_profile: {nofile: 16384, nproc: 8192, memlock: 8MiB, sigpending: 16384}
         limits_contexts: [slurm]
         limits_verify_user: trainer
 '''
 
 
+SITE_CHECK = '/etc/systemd/system/slurmd.service.d/00-site-check.conf'
+
+
 def test_a_failed_slurmd_restart_restores_the_files_and_slurmd(host, pristine_slurm):
+    host.check_output(
+        "mkdir -p /etc/systemd/system/slurmd.service.d && printf '%%s\\n' '[Service]' "
+        "'ExecStartPre=/bin/sh -c \"! grep -qs ^LimitSIGPENDING= %s\"' > %s && "
+        "systemctl daemon-reload" % (DROPIN, SITE_CHECK))
     files = [SLURM_CONF, DROPIN]
     before, pid = checksums(host, files), main_pid(host)
     with tempfile.NamedTemporaryFile('w', suffix='.yml', delete=False) as handle:
@@ -32,9 +40,8 @@ def test_a_failed_slurmd_restart_restores_the_files_and_slurmd(host, pristine_sl
         os.unlink(handle.name)
     text = ' '.join(out.split())
     assert rc != 0
-    assert ("slurmd.service failed after its restart with this run's files: not active after "
-            "2 s: ActiveState failed, Result signal") in text, text[-3000:]
-    assert 'status=25/XFSZ' in text
+    assert ("slurmd.service failed after its restart with this run's files: systemctl "
+            "restart failed (exit 1)") in text, text[-3000:]
     assert 'Restored: %s, %s; slurmd.service is active again with the previous files' % (
         DROPIN, SLURM_CONF) in text or 'Restored: %s, %s; slurmd.service is active again' % (
         SLURM_CONF, DROPIN) in text

@@ -30,7 +30,23 @@ class SystemdUser(Context):
         return sdlive.systemd_running(root) and sdpaths.unit_exists('user@.service', root)
 
     def plans(self, request, host, ceiling):
-        return plan_manager(self.name, sdpaths.USER, request, host, ceiling)
+        [(label, plan)] = plan_manager(self.name, sdpaths.USER, request, host, ceiling)
+
+        def capped_plan():
+            from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+            change = plan()
+            caps = manager_unit_caps(change.result.get('limits') or {})
+            if caps:
+                change.result.setdefault('conflicts', []).extend(caps)
+                message = ('user services cannot get the profile: ' + '; '.join(
+                    c['reason'] for c in caps))
+                if request.on_conflict == 'fail':
+                    raise changes.Failure(message + ' (nothing written; change that line, or '
+                                          'set on_conflict=warn; limits role: '
+                                          'limits_on_conflict: warn)', change.result)
+                change.warnings.append(message)
+            return change
+        return [(label, capped_plan)]
 
     def current(self, label, request, host):
         return manager_current(sdpaths.USER, request, host)
@@ -52,7 +68,11 @@ class SystemdUser(Context):
 
     def report(self, auditor):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-        return info.systemd_report(auditor.run, sdpaths.USER, auditor.user)
+        report, warnings = info.systemd_report(auditor.run, sdpaths.USER, auditor.user)
+        configured = (report.get('manager') or {}).get('configured') or {}
+        caps = manager_unit_caps(configured)
+        report['manager_unit_caps'] = caps
+        return report, list(warnings) + [c['reason'] for c in caps]
 
     def audit_probe(self, report, auditor):
         # probed only when the user's manager runs (systemd_report saw it)
@@ -60,6 +80,39 @@ class SystemdUser(Context):
 
     def configured(self, report):
         return (report or {}).get('manager', {}).get('configured') or {}
+
+
+MANAGER_UNIT = 'user@.service'
+
+
+def manager_unit_caps(wanted, root=''):
+    """The ``Limit*=`` lines of user@.service (its unit file and drop-ins) whose hard value is
+    below what ``wanted`` ({item: {soft, hard}} for user services) asks: a user manager runs
+    with them, and no user service gets more than its manager's hard limit, whatever
+    user.conf says. [{item, path, line, value, reason}]."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
+    try:
+        settings = systemd_precedence.resolve_unit(MANAGER_UNIT, root).settings
+    except (systemd_conf.ConfError, model.LimitError, IOError, OSError):
+        return []
+    caps = []
+    for name, entry in sorted(wanted.items()):
+        setting = settings.get(name)
+        want = [entry.get(side) for side in ('soft', 'hard') if entry.get(side) is not None]
+        if setting is None or setting.limit.hard is None or not want:
+            continue
+        top = max(want, key=lambda v: (v == model.UNLIMITED, v if v != model.UNLIMITED else 0))
+        if model.exceeds(top, setting.limit.hard):
+            caps.append(dict(
+                item=name, path=setting.path, line=setting.line, value=setting.text,
+                reason='%s:%s: %s caps every user manager (%s) at hard %s %s, so its user '
+                       'services cannot get %s %s' % (
+                           setting.path, setting.line, setting.text, MANAGER_UNIT, name,
+                           model.format_human(name, setting.limit.hard), name,
+                           model.format_human(name, top))))
+    return caps
 
 
 CONTEXT = SystemdUser()

@@ -154,9 +154,16 @@ def test_audit_names_a_source_only_when_its_value_is_the_actual_one():
     assert 'Could not set limit' in text
     pending = {'soft': 4096, 'hard': 4096, 'source': '/etc/systemd/system.conf.d/95-site.conf',
                'line': 2}
+    # issue 31 item 8: "not applied yet" only with evidence (systemd reports other values than
+    # its files); without it the file is said not to decide, and no restart is advised
+    text = audit.source_of('service', pending, {'soft': 16384, 'hard': 16384},
+                           pending='systemctl daemon-reexec')
+    assert text == ('/etc/systemd/system.conf.d/95-site.conf:2 sets 4096:4096, not applied yet '
+                    '(a new process gets 16384:16384; systemctl daemon-reexec applies it)')
     text = audit.source_of('service', pending, {'soft': 16384, 'hard': 16384})
-    assert text.startswith('/etc/systemd/system.conf.d/95-site.conf:2 sets 4096:4096, not '
-                           'applied yet')
+    assert text.startswith('/etc/systemd/system.conf.d/95-site.conf:2 sets 4096:4096, but a new '
+                           'process gets 16384:16384: that file does not decide it here')
+    assert 'restart' not in text.replace('no restart', '')
     assert audit.source_of('service', pending, {'soft': 4096, 'hard': 4096}) == (
         '/etc/systemd/system.conf.d/95-site.conf:2')
 
