@@ -51,4 +51,3 @@ def user_service_limits(host):
 @pytest.fixture
 def module(host):
     return lambda name, args, check=False, diff=False: run_module(host, name, args, check, diff)
-

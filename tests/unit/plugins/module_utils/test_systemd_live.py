@@ -60,8 +60,8 @@ def test_the_system_manager_is_one_systemctl_show_with_every_property():
 
 
 def test_a_user_manager_is_systemctl_user_show_run_as_the_user():
-    calls, run = recorder([(['runuser'], (0, 'DefaultLimitNOFILE=4000\n'
-                                            'DefaultLimitNOFILESoft=3000\n', ''))])
+    shown = 'DefaultLimitNOFILE=4000\nDefaultLimitNOFILESoft=3000\n'
+    calls, run = recorder([(['runuser'], (0, shown, ''))])
     live, error = sdlive.manager_live(run, sdpaths.USER, 'alice', 1001)
     assert error is None and live == {'nofile': L(3000, 4000)}
     assert len(calls) == 1
