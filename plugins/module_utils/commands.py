@@ -25,7 +25,8 @@ def live_env():
 
 
 def as_user(user, uid, args):
-    """Run ``args`` as ``user`` against their user manager's private socket
-    ($XDG_RUNTIME_DIR/systemd/private): works without a user D-Bus (no dbus-user-session)
-    and without systemd-machined, unlike ``systemctl --user --machine=USER@``."""
+    """Run ``args`` as ``user`` with their ``XDG_RUNTIME_DIR``, so that ``systemctl --user``
+    (or ``systemd-run --user``) reaches their user manager as in their own session; systemctl
+    itself finds the manager there. Works without a user D-Bus (no dbus-user-session) and
+    without systemd-machined, unlike ``systemctl --user --machine=USER@``."""
     return ['runuser', '-u', user, '--', 'env', 'XDG_RUNTIME_DIR=/run/user/%d' % uid] + list(args)

@@ -171,15 +171,9 @@ class Prober(object):
         login probe then "printed no limits" with exit 0); with probes in threads under load
         that window is wide enough to be hit. communicate() reads every pipe to its end (a
         process left holding them past the timeout is killed and reported)."""
+        # the module's environment as it is: no guess at which PYTHONPATH entries are
+        # AnsiballZ's own (its layout is ansible's internal business)
         env = dict(os.environ)
-        if 'PYTHONPATH' in env:
-            # the module's own paths (AnsiballZ), as run_command strips them
-            kept = [entry for entry in env['PYTHONPATH'].split(':') if entry and not
-                    entry.endswith(('/ansible_modlib.zip', '/debug_dir'))]
-            if kept:
-                env['PYTHONPATH'] = ':'.join(kept)
-            else:
-                del env['PYTHONPATH']
         env.update(commands.c_env())
         try:
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

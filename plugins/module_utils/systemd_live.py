@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the running systemd says: ``systemctl show`` of the managers and units, the running
 user managers, a unit's main process and its limits. ``run`` is module.run_command or
-subprocess; commands run in the C locale (commands.LIVE_ENV). As root, the managers' defaults
-and the running user managers are asked over the managers' private sockets first
-(systemd_bus), which costs no process; where that fails, systemctl answers."""
+subprocess; commands run in the C locale (commands.LIVE_ENV). Only systemctl's documented
+commands are used: one ``systemctl show`` with every property a manager or unit is asked for,
+one ``systemctl list-units`` for the running user managers. Never the managers' private
+sockets (``/run/systemd/private``): systemd(1) documents them as private to systemd."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -16,7 +17,6 @@ import re
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_bus as bus
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as paths
 
 
@@ -66,17 +66,12 @@ def systemd_running(root=''):
     return os.path.isdir(root + '/run/systemd/system')
 
 
-def manager_live(run, scope=paths.SYSTEM, user=None, uid=None, use_bus=True):
-    """({item: Limit}, error) of the running system manager or ``user``'s user manager."""
+def manager_live(run, scope=paths.SYSTEM, user=None, uid=None):
+    """({item: Limit}, error) of the running system manager or ``user``'s user manager: one
+    ``systemctl show`` (``systemctl --user show`` run as the user) for every item."""
     if scope == paths.USER and (not user or uid is None):
         return None, 'no user given'
     properties = show_properties(model.RLIMIT_ITEMS, paths.MANAGER_PREFIX)
-    if use_bus:
-        try:
-            values = bus.manager_properties(properties, uid if scope == paths.USER else None)
-            return live_limits(values, paths.MANAGER_PREFIX), None
-        except bus.BusError:
-            pass
     args = ['systemctl']
     if scope == paths.USER:
         args.append('--user')
@@ -92,21 +87,13 @@ def manager_live(run, scope=paths.SYSTEM, user=None, uid=None, use_bus=True):
 USER_MANAGERS = re.compile(r'^user@(\d+)\.service$')
 
 
-def running_user_managers(run, use_bus=True):
-    """[(unit, uid)] of running ``user@UID.service`` units."""
-    names = None
-    if use_bus:
-        try:
-            names = [name for name, _active, _sub in
-                     bus.units_by_patterns(['running'], ['user@*.service'])]
-        except bus.BusError:
-            names = None
-    if names is None:
-        rc, out, _err = run(['systemctl', 'list-units', '--type=service', '--state=running',
-                             '--plain', '--no-legend', '--no-pager', 'user@*.service'])
-        if rc != 0:
-            return []
-        names = [line.split()[0] for line in out.splitlines() if line.split()]
+def running_user_managers(run):
+    """[(unit, uid)] of running ``user@UID.service`` units: one ``systemctl list-units``."""
+    rc, out, _err = run(['systemctl', 'list-units', '--type=service', '--state=running',
+                         '--plain', '--no-legend', '--no-pager', 'user@*.service'])
+    if rc != 0:
+        return []
+    names = [line.split()[0] for line in out.splitlines() if line.split()]
     result = []
     for name in names:
         match = USER_MANAGERS.match(name)

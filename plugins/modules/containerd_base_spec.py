@@ -127,11 +127,6 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import bytecode_cache
-
-# First, so that the collection's other module_utils load compiled once (bytecode_cache.py).
-bytecode_cache.install()
-
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors

@@ -145,11 +145,6 @@ verified:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import bytecode_cache
-
-# First, so that the collection's other module_utils load compiled once (bytecode_cache.py).
-bytecode_cache.install()
-
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
 

@@ -194,11 +194,6 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import bytecode_cache
-
-# First, so that the collection's other module_utils load compiled once (bytecode_cache.py).
-bytecode_cache.install()
-
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan as plan

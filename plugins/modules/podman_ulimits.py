@@ -130,11 +130,6 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import bytecode_cache
-
-# First, so that the collection's other module_utils load compiled once (bytecode_cache.py).
-bytecode_cache.install()
-
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc

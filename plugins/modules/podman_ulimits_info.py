@@ -126,11 +126,6 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import bytecode_cache
-
-# First, so that the collection's other module_utils load compiled once (bytecode_cache.py).
-bytecode_cache.install()
-
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info

@@ -360,34 +360,14 @@ def test_detected_contexts_containerd_podman_and_units(host):
     assert profile_part(limits) == EXPECTED
 
 
-BYTECODE = '/var/cache/gpufleet/bytecode'
-
-
-def bytecode_entries(host):
-    """{name: (mtime, mode, owner)} of the node's bytecode cache."""
-    out = host.check_output("find %s -mindepth 1 -printf '%%f %%T@ %%m %%u %%y\\n'" % BYTECODE)
-    entries = {}
-    for line in out.splitlines():
-        name, mtime, mode, owner, kind = line.split()
-        entries[name] = (mtime, mode, owner, kind)
-    return entries
-
-
-def test_modules_run_the_collection_code_from_the_node_bytecode_cache(host):
-    """module_utils/bytecode_cache.py through a real AnsiballZ payload: the converge left the
-    collection's compiled module_utils in a root-only directory, and a module that runs twice
-    compiles nothing the second time (no entry is written or rewritten) with the same result."""
-    cache = host.file(BYTECODE)
-    assert cache.is_directory and not cache.is_symlink
-    assert (cache.user, cache.mode) == ('root', 0o700)
+def test_modules_keep_no_compiled_code_on_the_node(host):
+    """Issue 31: the modules run the collection's code from the AnsiballZ payload only; no
+    run (the converge, check mode, a read-only module) leaves compiled code on the node, as
+    the removed bytecode cache did in /var/cache/gpufleet/bytecode."""
     ok, first, out = run_module(host, 'gpufleet.tuning.pam_limits_info', {'user': USER})
     assert ok, out
-    before = bytecode_entries(host)
-    assert len(before) >= 10
-    assert all(len(name) == 69 and name.endswith('.code') for name in before)
-    assert set(entry[1:] for entry in before.values()) == {('600', 'root', 'f')}
     ok, second, out = run_module(host, 'gpufleet.tuning.pam_limits_info', {'user': USER})
     assert ok, out
-    assert bytecode_entries(host) == before
+    assert not host.file('/var/cache/gpufleet/bytecode').exists
     first.pop('output'), second.pop('output')
     assert second == first and second['effective']

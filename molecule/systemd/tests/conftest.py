@@ -1,6 +1,4 @@
 """Helpers for the systemd scenario's testinfra tests: the collection on sys.path, probes."""
-import base64
-import json
 import os
 import sys
 
@@ -53,26 +51,3 @@ def user_service_limits(host):
 @pytest.fixture
 def module(host):
     return lambda name, args, check=False, diff=False: run_module(host, name, args, check, diff)
-
-
-BUS_SOURCE = os.path.join(ROOT, 'plugins', 'module_utils', 'systemd_bus.py')
-BUS_COPY = '/root/gpufleet_systemd_bus.py'
-
-
-@pytest.fixture(scope='module')
-def bus(host):
-    """module_utils/systemd_bus.py run on the node (it needs only the standard library):
-    bus('properties', names, uid) -> {name: value as systemctl show prints it};
-    bus('units', states, patterns, uid) -> [[unit, active, sub]]."""
-    with open(BUS_SOURCE, 'rb') as handle:
-        encoded = base64.b64encode(handle.read()).decode()
-    host.check_output('echo %s | base64 -d > %s' % (encoded, BUS_COPY))
-
-    def call(what, *args):
-        code = ('import json, sys; sys.path.insert(0, "/root"); import gpufleet_systemd_bus as b; '
-                'print(json.dumps(b.%s(*json.loads(sys.argv[1]))))'
-                % {'properties': 'manager_properties', 'units': 'units_by_patterns'}[what])
-        out = host.check_output("python3 -c '%s' '%s'" % (code, json.dumps(list(args))))
-        return json.loads(out)
-    yield call
-    host.run('rm -f %s' % BUS_COPY)
