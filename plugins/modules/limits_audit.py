@@ -136,7 +136,7 @@ rows:
     - C(how) is C(probed) (a new process showed the value), C(reused) (a new container showed
       it at C(proved_at), within O(probe_max_age), and nothing that decides it has changed
       since) or C(predicted) (worked out from the files without starting one, the C(k8s_pod)
-      rows without O(cri_client)), or C(pending) (the probe could not start now: a Slurm node
+      rows without O(cri_client)), or C(pending) (the probe could not start now, on a Slurm node
       that runs jobs; the row has C(configured), its C(source) and C(waited_s)).
   returned: success
   type: list
