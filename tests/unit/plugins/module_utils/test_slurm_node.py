@@ -140,7 +140,7 @@ LLNL, ETC = sn.PACKAGED
     ([ETC], None, None, ETC, 'the packaged file'),
 ])
 def test_the_file_slurmd_reads_is_found_in_slurmds_order(tmp_path, files, argv, environ,
-                                                          path, how):
+                                                         path, how):
     found = sn.find_conf(fake_root(tmp_path, files, argv, environ))
     assert (found.path, found.how) == (path, how)
     assert found.configless == (path in sn.CONFIGLESS_CACHES)
