@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
@@ -149,14 +150,29 @@ def pending_actions(reports, host):
     return found
 
 
+def pending_row(row, error, configured):
+    """``row`` of a context whose probe is pending (a busy Slurm node: effective's ``busy``
+    error): what is configured, from where, and how long the probe waited."""
+    setting = (error.get('configured') or {}).get(row['item']) or configured or {}
+    row.update(how='pending', actual='(pending: %s)' % error.get('reason', 'busy'),
+               waited_s=error.get('waited_s'))
+    if setting.get('soft') is not None or setting.get('hard') is not None:
+        row['configured'] = effective.human_limit(row['item'], setting)
+    if setting.get('source'):
+        row['source'] = setting['source']
+    return row
+
+
 def rows(observed, expected, gaps, configured_by_context, items, blocked=None, predicted=(),
-         pending=None):
+         pending=None, unapplied=None):
     """One row per probed context and profile item: actual, expected, gap sides, source and
     ``how`` (``probed``: a new process showed it; ``reused``: a new container showed it at
     ``proved_at`` and nothing that decides it has changed since, module_utils/proofs.py;
-    ``predicted``: worked out from the files, the contexts in ``predicted``). ``blocked``: the
-    login lines pam_limits cannot apply (:func:`unappliable`); ``pending``: the evidence of
-    values not applied yet (:func:`pending_actions`)."""
+    ``predicted``: worked out from the files, the contexts in ``predicted``; ``pending``: the
+    probe could not start now, {context: its busy error} in ``pending``). ``blocked``: the
+    login lines pam_limits cannot apply (:func:`unappliable`); ``unapplied``: the evidence
+    of values not applied yet (:func:`pending_actions`)."""
+    pending = pending or {}
     found = []
     for context, entry in observed.items():
         configured = configured_by_context.get(context, {})
@@ -166,7 +182,7 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
             source = source_of(context, configured.get(item) or {},
                                dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
                                blocked if context == 'login' else None,
-                               (pending or {}).get((context, item)))
+                               (unapplied or {}).get((context, item)))
             row = dict(
                 context=context, item=item,
                 actual=limit['human'] if limit else '(none)',
@@ -176,6 +192,8 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
                 how='predicted' if context in predicted else 'probed')
             if entry.get('reused'):
                 row.update(how='reused', proved_at=entry['reused']['proved_at'])
+            if context in pending:
+                pending_row(row, pending[context], configured.get(item))
             found.append(row)
     return found
 
@@ -265,7 +283,9 @@ def audit(host, params):
         systemd_pending=system['pending'],
         rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
                   unappliable(configured[registry.named('pam').probe], host_limits.Ceiling()),
-                  predicted, pending_actions(reports, host)))
+                  predicted, dict((e['context'], e) for e in probed['errors']
+                                  if e.get('kind') == errors.BUSY),
+                  pending_actions(reports, host)))
     if job:
         result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
     return result, warnings

@@ -249,7 +249,11 @@ def watch(args, child_command, clock=time.time):
         for message in outcome.warnings:
             log(WARNING, message)
         for found in outcome.result.get('errors') or []:
-            log(WARNING, 'probe failed: context=%s: %s' % (found.get('context'), found.get('msg')))
+            if found.get('kind') == 'busy':
+                log(INFO, 'probe pending: context=%s: %s' % (found.get('context'), found.get('msg')))
+            else:
+                log(WARNING, 'probe failed: context=%s: %s' % (found.get('context'),
+                                                               found.get('msg')))
         for line in gap_lines(outcome.result):
             log(WARNING, line)
     try:
@@ -258,9 +262,10 @@ def watch(args, child_command, clock=time.time):
         log(ERR, 'metrics not written: %s' % exc)
         return 1
     if outcome.reason is None:
-        log(INFO, 'audit done in %.1f s: %d gaps, %d probe errors; wrote %s' % (
-            duration, len(outcome.result.get('gaps') or []),
-            len(outcome.result.get('errors') or []), path))
+        errors = outcome.result.get('errors') or []
+        busy = len([e for e in errors if e.get('kind') == 'busy'])
+        log(INFO, 'audit done in %.1f s: %d gaps, %d probe errors, %d probes pending; wrote %s'
+            % (duration, len(outcome.result.get('gaps') or []), len(errors) - busy, busy, path))
     return status
 
 

@@ -143,9 +143,12 @@ class ProbeFailure(changes.Failure):
 
 class ProbeError(errors.Error):
     """A probe that did not give limits: ``kind`` is ``not_running`` when the context's
-    service does not run (nothing to verify there), ``host`` when a command failed."""
+    service does not run (nothing to verify there), ``busy`` when it could not start the probe
+    now (pending; ``detail`` adds keys to the reported error: node, reason, waited_s,
+    configured), ``host`` when a command failed."""
 
     kind = errors.HOST
+    detail = None
 
 
 class Prober(object):
@@ -158,6 +161,8 @@ class Prober(object):
         self.max_age = max_age
         self.record = record
         self.reused = {}
+        # the profile's items (effective.probe sets them): what a pending probe reports
+        self.items = None
         # seconds past ``timeout`` (which `timeout` enforces on the command itself) that a
         # process the command left may keep its output open
         self.grace = grace
@@ -348,6 +353,7 @@ def probe(host, params):
 
     prober = Prober(host, params.get('timeout') or 60, max_age=params.get('probe_max_age') or 0,
                     record=params.get('record_proofs', False))
+    prober.items = sorted(expected) if expected else None
     observed = {}
     plan = []
     for context in CONTEXTS:
@@ -367,7 +373,9 @@ def probe(host, params):
     for (context, command, _probe), outcome in zip(plan, outcomes):
         entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
         if isinstance(outcome, ProbeError):
-            result['errors'].append(dict(context=context, msg=str(outcome), kind=outcome.kind))
+            error = dict(context=context, msg=str(outcome), kind=outcome.kind)
+            error.update(getattr(outcome, 'detail', None) or {})
+            result['errors'].append(error)
         else:
             observed[context] = outcome
             entry['limits'] = public_limits(outcome)

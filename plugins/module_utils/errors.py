@@ -12,7 +12,10 @@ what the user wrote, ``profile.nofile: ...``, ``limits[2].value: ...``, or ``fil
 - ``refused``: a request a guard refuses (above a ceiling, overridden by a later file);
 - ``host``: the host cannot do what was asked (a command failed, a file cannot be written);
 - ``not_running``: a host problem where the service a check needs does not run (a probe of a
-  stopped unit or user manager): the limits role reports it as "not verified", not as a failure.
+  stopped unit or user manager): the limits role reports it as "not verified", not as a failure;
+- ``busy``: the service runs but cannot start the check now without waiting (a Slurm node that
+  runs jobs, or is drained: ``srun --immediate`` was refused): the check is *pending*, reported
+  with what is configured and how long it waited, not as a failure.
 
 Roles and callers select on ``kind``, never on the message text.
 """
@@ -25,7 +28,8 @@ UNPARSABLE = 'unparsable'
 REFUSED = 'refused'
 HOST = 'host'
 NOT_RUNNING = 'not_running'
-KINDS = (BAD_INPUT, UNPARSABLE, REFUSED, HOST, NOT_RUNNING)
+BUSY = 'busy'
+KINDS = (BAD_INPUT, UNPARSABLE, REFUSED, HOST, NOT_RUNNING, BUSY)
 
 
 class Error(Exception):

@@ -54,6 +54,8 @@ _HELP = {
     'compliant': '1 when the context gets at least the profile on both sides, else 0.',
     'profile_info': 'The profile the node is audited against (values in the metric units).',
     'probe_error': '1 for a context whose probe failed in the last audit.',
+    'probe_pending': '1 for a context whose probe could not start now (a Slurm node running '
+                     'jobs): not verified, not failed.',
     'audit_success': '1 when the last audit ran, 0 when it failed (see audit_error).',
     'audit_error': '1 with the reason the last audit failed.',
     'audit_last_success_timestamp_seconds': 'Unix time of the last audit that ran.',
@@ -159,13 +161,15 @@ def render_audit(result, profile_items, now, duration=None, period=None):
     """The metrics text of a successful audit.
 
     ``result``: the audit's result (``contexts`` {context: {limits: {item: {soft, hard}}}},
-    ``expected`` {item: {soft, hard}}, ``gaps``, ``errors`` [{context, msg}],
+    ``expected`` {item: {soft, hard}}, ``gaps``, ``errors`` [{context, msg, kind}] (kind
+    ``busy``: a pending probe),
     ``systemd_pending``); ``profile_items``: the profile's item names, the only items shown.
     """
     families = Families()
     expected = result.get('expected') or {}
     items = [i for i in profile_items if i in expected]
     failed = set(e.get('context') for e in result.get('errors') or [])
+    pending = set(e.get('context') for e in result.get('errors') or [] if e.get('kind') == 'busy')
     contexts = [c for c in result.get('contexts') or {} if c not in failed]
     below = dict(((g['context'], g['item']), g) for g in result.get('gaps') or [])
     for side in ('soft', 'hard'):
@@ -192,8 +196,10 @@ def render_audit(result, profile_items, now, duration=None, period=None):
         families.add('profile_info', 'profile_info', [
             ('item', item), ('soft', _info_value(expected[item].get('soft'))),
             ('hard', _info_value(expected[item].get('hard')))], 1)
-    for context in sorted(failed):
+    for context in sorted(failed - pending):
         families.add('probe_error', 'probe_error', [('context', context)], 1)
+    for context in sorted(pending):
+        families.add('probe_pending', 'probe_pending', [('context', context)], 1)
     families.add('systemd_pending', 'systemd_pending', [],
                  len(result.get('systemd_pending') or []))
     _node_metrics(families, True, now, duration, period)

@@ -20,9 +20,10 @@ description:
     service of the user's user manager (C(user@UID.service) must be running, for example with
     C(loginctl enable-linger USER)); C(docker) and C(podman) a new container of an image
     (C(run --rm --network=none IMAGE cat /proc/self/limits)); C(slurm_job) a job step
-    (C(srun)) submitted from a login session of the user whose soft limits are the
-    distribution's defaults (nofile 1024, memlock and stack 8 MiB), so that limits a job takes
-    from the submit shell show (docs/slurm.md); C(k8s_pod) a pod container started through
+    (C(srun -w NODENAME --immediate=5), on this host's node, never queued; a node running jobs
+    gives a C(busy) error, pending) submitted from a login session of the user whose soft
+    limits are the distribution's defaults (nofile 1024, memlock and stack 8 MiB), so that
+    limits a job takes from the submit shell show (docs/slurm.md); C(k8s_pod) a pod container started through
     containerd's CRI by O(cri_client), as the kubelet starts one (docs/containerd-kubernetes.md).
   - With O(units), also reads the limits of each running unit's main process (what the
     processes it starts, such as containerd's containers, inherit).
@@ -152,6 +153,10 @@ errors:
     - Probes that could not run, each with C(context), C(msg) and C(kind).
     - C(kind) is C(not_running) when the context's service does not run (a stopped unit, a
       user manager without lingering) and C(host) when a command failed or printed no limits.
+    - C(kind) is C(busy) when the probe could not start now and is pending, not failed, as a
+      C(slurm_job) probe (C(srun -w NODENAME --immediate=5)) on a node that runs jobs or is
+      drained; then C(node), C(reason) (C(busy) or C(unavailable)), C(waited_s) and
+      C(configured) (item -> C(soft), C(hard), C(source) file:line) come with it.
   returned: always
   type: list
   elements: dict

@@ -29,7 +29,9 @@ description:
   - Contexts are chosen on the node. C(login) and C(service) always; C(user_manager) when
     O(user)'s user manager runs; C(docker) and C(podman) when the runtime is installed and an
     image is given; C(slurm_job) (a job submitted with C(srun) from a login with default soft
-    limits) when C(slurmd.service) and /etc/slurm/slurm.conf exist, with each value's source
+    limits) when C(slurmd.service) and the slurm.conf slurmd reads exist (its C(-f), its
+    C(SLURM_CONF), the configless cache, /etc/slurm-llnl, /etc/slurm; a warning when slurmd
+    runs and none is found), with each value's source
     (slurmd's drop-in line, the slurm.conf line that propagates it or not) and a warning
     naming the items jobs take from the submit shell; C(k8s_pod) when containerd runs with its
     CRI plugin on, a pod started through the CRI with O(pod_image) and O(cri_client), else the
@@ -134,7 +136,8 @@ rows:
     - C(how) is C(probed) (a new process showed the value), C(reused) (a new container showed
       it at C(proved_at), within O(probe_max_age), and nothing that decides it has changed
       since) or C(predicted) (worked out from the files without starting one, the C(k8s_pod)
-      rows without O(cri_client)).
+      rows without O(cri_client)), or C(pending) (the probe could not start now, on a Slurm node
+      that runs jobs; the row has C(configured), its C(source) and C(waited_s)).
   returned: success
   type: list
   elements: dict
@@ -159,7 +162,10 @@ gaps:
   sample: [{context: login, item: nofile, sides: [soft], expected: {soft: 16384, hard: 16384},
             actual: {soft: 1024, hard: 20000}}]
 errors:
-  description: Contexts whose probe failed, with the reason (a stopped user manager, a missing image).
+  description:
+    - Contexts whose probe failed, with the reason (a stopped user manager, a missing image).
+    - C(kind) C(busy) is a probe that is pending, not failed (a Slurm node that runs jobs), with
+      C(node), C(reason), C(waited_s) and C(configured), as in M(gpufleet.tuning.effective_limits).
   returned: success
   type: list
   elements: dict

@@ -203,12 +203,13 @@ options:
     default: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
   slurm_conf:
     description:
-      - Slurm's configuration file (the C(slurm) context). It is read with its C(Include)
-        files as Slurm reads it; an unreadable line, a missing include or both
-        C(PropagateResourceLimits) and C(PropagateResourceLimitsExcept) set is refused,
-        naming C(file:line), before anything is written.
+      - Slurm's configuration file (the C(slurm) context); default, the file slurmd reads (C(-f),
+        C(SLURM_CONF), its configless cache under C(/run/slurm/conf), C(/etc/slurm-llnl), then
+        C(/etc/slurm/slurm.conf)). It is read with its C(Include) files as Slurm reads it; an
+        unreadable line, a missing include or both C(PropagateResourceLimits) and
+        C(PropagateResourceLimitsExcept) set is refused, naming C(file:line), before anything
+        is written; a configless cache is read, never edited (edit slurm.conf on slurmctld's host).
     type: path
-    default: /etc/slurm/slurm.conf
   crio_dropin:
     description:
       - The crio.conf.d drop-in for CRI-O's C(default_ulimits) (the C(crio) context), as
@@ -465,7 +466,7 @@ def main():
             dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
             docker_daemon_json=dict(type='path', default=pp.DEFAULTS['docker_daemon_json']),
             podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
-            slurm_conf=dict(type='path', default=pp.DEFAULTS['slurm_conf']),
+            slurm_conf=dict(type='path'),
             slurm_conf_edit=dict(type='bool', default=True),
             containerd_config=dict(type='path', default=pp.DEFAULTS['containerd_config']),
             containerd_create_spec=dict(type='bool', default=False),

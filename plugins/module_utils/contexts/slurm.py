@@ -15,11 +15,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import shlex
+import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_node as sn
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
@@ -27,19 +30,26 @@ UNIT = 'slurmd.service'
 # The soft limits of a login shell on a node nobody tuned (kernel defaults: INR_OPEN_CUR,
 # MLOCK_LIMIT since Linux 5.16, _STK_LIM): what a propagated item gives a job.
 SUBMIT_DEFAULTS = {'nofile': 1024, 'memlock': 8 * 1024 * 1024, 'stack': 8 * 1024 * 1024}
-# The probe's submit shell: those defaults (ulimit counts KiB for -l and -s), then srun.
-SUBMIT_SHELL = ('ulimit -S -n 1024 2>/dev/null; ulimit -S -l 8192 2>/dev/null; '
-                'ulimit -S -s 8192 2>/dev/null; exec srun --quiet --ntasks=1 '
-                '--job-name=gpufleet-probe ' + probes.CAT)
+# A node name that could not be found: the probe is not run (run_probe says why).
+UNRESOLVED = '(unresolved)'
 
 
-def leak_text(names, entry):
+def submit_shell(node):
+    """The probe's submit shell: those defaults (ulimit counts KiB for -l and -s), then srun
+    pinned to this host's NodeName (``-w``) that never queues: ``--immediate`` gives up after
+    a few seconds when the node runs jobs, with words :func:`slurm_node.refusal` knows."""
+    return ('ulimit -S -n 1024 2>/dev/null; ulimit -S -l 8192 2>/dev/null; '
+            'ulimit -S -s 8192 2>/dev/null; exec srun --quiet --ntasks=1 -w %s --immediate=%d '
+            '--job-name=gpufleet-probe %s' % (shlex.quote(node), sn.IMMEDIATE, probes.CAT))
+
+
+def leak_text(names, entry, path=rtpaths.SLURM_CONF):
     """Why jobs get less: the items slurm.conf propagates from the submit shell."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
 
     where = ('%s (%s=%s)' % (entry.where, entry.name, entry.value) if entry is not None
              else '%s sets neither PropagateResourceLimits nor ...Except (default ALL)'
-             % rtpaths.SLURM_CONF)
+             % path)
     defaults = ', '.join('%s %s' % (item, model.format_human(item, SUBMIT_DEFAULTS[item]))
                          for item in names if item in SUBMIT_DEFAULTS)
     return ('%s: jobs take %s from the submitting shell, not from slurmd: a job submitted '
@@ -60,38 +70,49 @@ class Slurm(Context):
     fallback = 'slurmd.service (the unit file or the manager default)'
 
     def detect(self, root=''):
-        return sdpaths.unit_exists(UNIT, root) and os.path.isfile(root + rtpaths.SLURM_CONF)
+        return sdpaths.unit_exists(UNIT, root) and sn.find_conf(root).path is not None
 
     def plans(self, request, host, ceiling):
+        return [(self.name, lambda: self.plan(request))]
+
+    def plan(self, request):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
         from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
 
-        def plan():
-            path = request.paths[self.path_option]
-            result = dict(path=path, propagated=[], edit='')
-            try:
-                config = sc.parse(path)
-                flags, entry = sc.propagated(config)
-                leaking = [item for item in request.limits
-                           if item in sc.RLIMIT_OF and flags[sc.RLIMIT_OF[item]]]
-                target, text, what = sc.plan_text(config, list(request.limits), path)
-            except sc.SlurmConfError as exc:
-                raise changes.Failure('%s (nothing written)' % exc.msg, result, kind=exc.kind)
-            except (IOError, OSError) as exc:
-                raise changes.Failure('%s: cannot read: %s' % (path, exc.strerror or exc),
-                                      result, kind=errors.HOST)
-            result['propagated'] = leaking
-            if target is None:
-                return changes.Change(path, result, config.files[path], config.files[path])
-            if not request.slurm_conf_edit:
-                change = changes.Change(path, result, config.files[path], config.files[path])
-                change.warnings.append(leak_text(leaking, entry) + ' (slurm_conf_edit is off: '
-                                       'slurm.conf left as it is)')
-                return change
-            result['edit'] = what
-            mode = os.stat(target).st_mode & 0o7777
-            return changes.Change(target, result, config.files[target], text, mode=mode)
-        return [(self.name, plan)]
+        path = request.paths.get(self.path_option)
+        if not path:
+            found = sn.find_conf()
+            if found.path is None:
+                raise changes.Failure('no slurm.conf found (looked at: %s); set slurm_conf' % (
+                    '; '.join(found.looked)), dict(path=None, propagated=[], edit=''),
+                    kind=errors.HOST)
+            path = found.path
+        result = dict(path=path, propagated=[], edit='')
+        try:
+            config = sc.parse(path)
+            flags, entry = sc.propagated(config)
+            leaking = [item for item in request.limits
+                       if item in sc.RLIMIT_OF and flags[sc.RLIMIT_OF[item]]]
+            target, text, what = sc.plan_text(config, list(request.limits), path)
+        except sc.SlurmConfError as exc:
+            raise changes.Failure('%s (nothing written)' % exc.msg, result, kind=exc.kind)
+        except (IOError, OSError) as exc:
+            raise changes.Failure('%s: cannot read: %s' % (path, exc.strerror or exc),
+                                  result, kind=errors.HOST)
+        result['propagated'] = leaking
+        unchanged = changes.Change(path, result, config.files[path], config.files[path])
+        if target is None:
+            return unchanged
+        if not request.slurm_conf_edit:
+            unchanged.warnings.append(leak_text(leaking, entry, path) + ' (slurm_conf_edit is '
+                                      'off: slurm.conf left as it is)')
+            return unchanged
+        if sn.in_cache(target):
+            raise changes.Failure(configless_refusal(target, leak_text(leaking, entry, path)),
+                                  result, kind=errors.REFUSED)
+        result['edit'] = what
+        mode = os.stat(target).st_mode & 0o7777
+        return changes.Change(target, result, config.files[target], text, mode=mode)
 
     def act(self, change, actions, state, host):
         # slurmstepd reads PropagateResourceLimits* from slurmd's configuration
@@ -102,26 +123,73 @@ class Slurm(Context):
         return self.probe if unit == UNIT else None
 
     def probe_command(self, user, uid, params):
-        return ['runuser', '-l', user, '-c', SUBMIT_SHELL]
+        try:
+            node = sn.this_node(sn.find_conf())
+        except sn.NodeError:
+            node = UNRESOLVED
+        return ['runuser', '-l', user, '-c', submit_shell(node)]
 
     def run_probe(self, prober, user, uid, command):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
         self.require_active(prober, UNIT, 'job')
-        return prober.proc(command, self.probe)
+        if submit_shell(UNRESOLVED) in command:
+            try:
+                sn.this_node(sn.find_conf())
+            except sn.NodeError as exc:
+                raise effective.ProbeError('no job can be pinned to this node: %s' % exc.msg)
+        started = time.time()
+        try:
+            return prober.proc(command, self.probe)
+        except effective.ProbeError as exc:
+            refused = sn.refusal(exc.msg)
+            if refused is None:
+                raise
+            raise self.pending(prober, command, refused, time.time() - started)
+
+    def pending(self, prober, command, refused, waited):
+        """The BUSY ProbeError of a node where srun --immediate could not start the probe now,
+        with what slurm.conf and slurmd configure (``detail``: waited_s, reason, configured)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+        words = shlex.split(command[-1])
+        node = words[words.index('-w') + 1]
+        try:
+            configured = self.configured(self.report(LocalAuditor(prober.module))[0])
+        except (errors.Error, IOError, OSError, KeyError, ValueError) as exc:
+            configured, failed = {}, 'the configured values could not be read: %s' % exc
+        else:
+            failed = '' if configured else 'the configured values could not be read'
+        items = getattr(prober, 'items', None) or sorted(configured)
+        said = '; '.join('%s %s from %s' % (item, model.format_limit(
+            item, model.Limit(configured[item]['soft'], configured[item]['hard'])),
+            configured[item]['source']) for item in items if item in configured)
+        what = ('runs jobs' if refused[0] == 'busy' else 'is down, drained or reserved')
+        error = effective.ProbeError(
+            'pending: node %s %s, so srun -w %s --immediate=%d could not start the probe job '
+            '(srun: "%s"; waited %.1f s); verified once a job can start there. Configured: %s'
+            % (node, what, node, sn.IMMEDIATE, refused[1], waited, said or failed),
+            kind=errors.BUSY)
+        error.detail = dict(node=node, reason=refused[0], waited_s=round(waited, 1),
+                            configured=dict((i, configured[i]) for i in items if i in configured))
+        return error
 
     def report(self, auditor):
         if self.name not in auditor.present:
-            return None, []
+            warning = sdpaths.unit_exists(UNIT) and sn.find_conf().warning()
+            return None, [warning] if warning else []
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
         from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
-        report = dict(slurm_conf=sc.SLURM_CONF, propagated={}, decided_by=None, slurmd={},
-                      slurmd_configured={}, error=None)
+        found = sn.find_conf()
+        path = found.path or sc.SLURM_CONF
+        report = dict(slurm_conf=path, found_by=found.how, configless=found.configless,
+                      propagated={}, decided_by=None, slurmd={}, slurmd_configured={},
+                      error=None)
         try:
-            flags, entry = sc.propagated(sc.parse(sc.SLURM_CONF))
+            flags, entry = sc.propagated(sc.parse(path))
         except sc.SlurmConfError as exc:
             report['error'] = exc.msg
             return report, ['slurm.conf: %s' % exc.msg]
         except (IOError, OSError) as exc:
-            report['error'] = '%s: %s' % (sc.SLURM_CONF, exc)
+            report['error'] = '%s: %s' % (path, exc)
             return report, [report['error']]
         report['propagated'] = dict((item, flags[name]) for name, item in sc.RLIMITS)
         if entry is not None:
@@ -136,7 +204,8 @@ class Slurm(Context):
         leaking = [item for item in sorted(auditor.params['profile'])
                    if report['propagated'].get(item)]
         if leaking:
-            warnings.append(leak_text(leaking, entry))
+            text = leak_text(leaking, entry, path)
+            warnings.append(configless_refusal(path, text) if found.configless else text)
         return report, warnings
 
     def configured(self, report):
@@ -166,6 +235,28 @@ class Slurm(Context):
                 source = '%s (not propagated: %s)' % (origin, conf)
             found[item] = dict(soft=got.soft, hard=got.hard, source=source)
         return found
+
+
+def configless_refusal(path, leak):
+    """Why a configless cache is not edited, and where to fix it."""
+    return ('%s; %s is slurmd\'s configless cache (slurmd --conf-server): slurmd rewrites it from '
+            'slurmctld, so it is not edited here: change slurm.conf on the slurmctld host '
+            '(SlurmctldHost) and run `scontrol reconfigure`, or set slurm_conf_edit: false'
+            % (leak, path))
+
+
+class LocalAuditor(object):
+    """What :meth:`Slurm.report` needs of the audit's Auditor, from a probe's host."""
+
+    present = (Slurm.name,)
+    params = {'profile': {}}
+
+    def __init__(self, host):
+        self.host = host
+
+    def run(self, args):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+        return self.host.run_command(args, environ_update=commands.live_env())
 
 
 CONTEXT = Slurm()

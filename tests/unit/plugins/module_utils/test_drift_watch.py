@@ -298,8 +298,37 @@ def test_watch_writes_metrics_and_journal_lines(tmp_path, capsys):
     assert ('<4>gpufleet-limits-watch: below profile: context=login item=nofile sides=soft '
             'actual=1024:65536 expected=65536:65536') in err
     assert '<4>gpufleet-limits-watch: probe failed: context=docker' in err
-    assert re.search(r'<6>gpufleet-limits-watch: audit done in [\d.]+ s: 2 gaps, 1 probe errors',
-                     err)
+    assert re.search(r'<6>gpufleet-limits-watch: audit done in [\d.]+ s: 2 gaps, 1 probe errors, '
+                     r'0 probes pending', err)
+
+
+BUSY = dict(context='slurm_job', kind='busy', node='gpu2', reason='busy', waited_s=5.0,
+            msg='pending: node gpu2 runs jobs, so srun -w gpu2 --immediate=5 could not start the '
+                'probe job (srun: "Requested nodes are busy"; waited 5.0 s); verified once a job '
+                'can start there. Configured: nofile 16384:16384 from /etc/x.conf:3',
+            configured={'nofile': {'soft': 16384, 'hard': 16384, 'source': '/etc/x.conf:3'}})
+
+
+def test_a_busy_slurm_node_is_pending_in_metrics_and_journal(tmp_path, capsys):
+    result = dict(RESULT, contexts=dict(RESULT['contexts'], slurm_job={'limits': {}}),
+                  errors=RESULT['errors'] + [BUSY])
+    got = samples(tm.render_audit(result, ITEMS, 1.0))
+    assert got[key('gpufleet_limits_probe_pending', context='slurm_job')] == '1'
+    assert key('gpufleet_limits_probe_error', context='slurm_job') not in got
+    assert got[key('gpufleet_limits_probe_error', context='docker')] == '1'
+    assert not any(('context', 'slurm_job') in labels for n, labels in got
+                   if n != 'gpufleet_limits_probe_pending')
+    profile = write_profile(tmp_path, {'profile': {'nofile': 65536}})
+    metrics = tmp_path / 'metrics'
+    metrics.mkdir()
+    command = child('import json,sys; json.load(sys.stdin); print(json.dumps(dict(ok=True, '
+                    'result=%r, warnings=[])))' % (result,))
+    assert dw.watch(Args(profile, str(metrics)), command) == 0
+    err = capsys.readouterr().err
+    assert ('<6>gpufleet-limits-watch: probe pending: context=slurm_job: pending: node gpu2 runs '
+            'jobs') in err
+    assert 'probe failed: context=slurm_job' not in err
+    assert re.search(r'audit done in [\d.]+ s: 2 gaps, 1 probe errors, 1 probes pending', err)
 
 
 @pytest.mark.parametrize('fault,reason', [

@@ -8,10 +8,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import shlex
 
 import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
@@ -108,9 +111,152 @@ def test_configured_is_what_a_job_from_a_default_shell_gets():
         'PropagateResourceLimitsExcept=NPROC)')
 
 
-def test_the_probe_submits_from_a_login_with_default_soft_limits():
+def test_the_probe_submits_from_a_login_with_default_soft_limits_to_this_node_only(
+        monkeypatch):
+    monkeypatch.setattr(slurm.sn, 'find_conf', lambda: 'found')
+    monkeypatch.setattr(slurm.sn, 'this_node', lambda found: 'gpu2' if found == 'found' else None)
     command = slurm.CONTEXT.probe_command('trainer', 1001, {})
     assert command[:4] == ['runuser', '-l', 'trainer', '-c']
     assert command[4].startswith('ulimit -S -n 1024 2>/dev/null; ')
-    assert command[4].endswith('exec srun --quiet --ntasks=1 --job-name=gpufleet-probe '
-                               'cat /proc/self/limits')
+    assert command[4].endswith('exec srun --quiet --ntasks=1 -w gpu2 --immediate=5 '
+                               '--job-name=gpufleet-probe cat /proc/self/limits')
+    assert shlex.split(command[4])[-9:-1] == [
+        'srun', '--quiet', '--ntasks=1', '-w', 'gpu2', '--immediate=5',
+        '--job-name=gpufleet-probe', 'cat']
+
+
+class FakeProber(object):
+    """A prober whose srun says ``srun_says`` (rc 1), or prints limits when it is None."""
+
+    module = None
+    items = ['nofile']
+
+    def __init__(self, srun_says=None):
+        self.srun_says = srun_says
+        self.commands = []
+
+    def run(self, command):
+        self.commands.append(command)
+        return ''
+
+    def proc(self, command, where):
+        self.commands.append(command)
+        if self.srun_says is None:
+            return {'nofile': model.Limit(16384, 16384)}
+        raise effective.ProbeError('runuser ... failed (rc 1): %s' % self.srun_says)
+
+
+def pinned(node='gpu2'):
+    return ['runuser', '-l', 'trainer', '-c', slurm.submit_shell(node)]
+
+
+REPORT = dict(slurm_conf='/etc/slurm/slurm.conf', error=None, propagated={'nofile': False},
+              decided_by=dict(where='/etc/slurm/slurm.conf:12',
+                              setting='PropagateResourceLimitsExcept=NOFILE'),
+              slurmd={'nofile': {'soft': 16384, 'hard': 16384}},
+              slurmd_configured={'nofile': {
+                  'source': '/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf',
+                  'line': 3}})
+
+
+@pytest.mark.parametrize('said,reason,what', [
+    ('srun: error: Unable to allocate resources: Requested nodes are busy', 'busy', 'runs jobs'),
+    ('srun: error: Unable to allocate resources: Required node not available (down, drained '
+     'or reserved)', 'unavailable', 'is down, drained or reserved'),
+])
+def test_a_busy_node_is_pending_with_the_configured_value_and_its_source(monkeypatch, said,
+                                                                         reason, what):
+    monkeypatch.setattr(slurm.Slurm, 'report', lambda self, auditor: (REPORT, []))
+    prober = FakeProber(said)
+    with pytest.raises(effective.ProbeError) as info:
+        slurm.CONTEXT.run_probe(prober, 'trainer', 1001, pinned())
+    error = info.value
+    assert error.kind == errors.BUSY == 'busy'
+    assert error.msg.startswith('pending: node gpu2 %s, so srun -w gpu2 --immediate=5 could not '
+                                'start the probe job (srun: "' % what)
+    assert error.msg.endswith(
+        'verified once a job can start there. Configured: nofile 16384:16384 from /etc/systemd/'
+        'system/slurmd.service.d/90-gpufleet-tuning.conf:3 (not propagated: '
+        '/etc/slurm/slurm.conf:12 PropagateResourceLimitsExcept=NOFILE)')
+    assert error.detail['node'] == 'gpu2' and error.detail['reason'] == reason
+    assert 0 <= error.detail['waited_s'] < 5
+    assert error.detail['configured']['nofile']['soft'] == 16384
+    assert prober.commands[0] == ['systemctl', 'is-active', '--quiet', 'slurmd.service']
+
+
+def test_other_srun_failures_stay_failures():
+    prober = FakeProber('srun: error: Unable to allocate resources: Invalid node name specified')
+    with pytest.raises(effective.ProbeError) as info:
+        slurm.CONTEXT.run_probe(prober, 'trainer', 1001, pinned())
+    assert info.value.kind == errors.HOST
+
+
+def test_an_idle_node_is_probed():
+    assert slurm.CONTEXT.run_probe(FakeProber(), 'trainer', 1001, pinned())['nofile'].soft == 16384
+
+
+def test_an_unresolved_node_is_not_probed_and_says_why(monkeypatch):
+    def no_node(found):
+        raise slurm.sn.NodeError('/etc/slurm/slurm.conf: no NodeName is this host: ...')
+    monkeypatch.setattr(slurm.sn, 'find_conf', lambda: None)
+    monkeypatch.setattr(slurm.sn, 'this_node', no_node)
+    command = slurm.CONTEXT.probe_command('trainer', 1001, {})
+    assert "-w '(unresolved)'" in command[4]
+    prober = FakeProber()
+    with pytest.raises(effective.ProbeError) as info:
+        slurm.CONTEXT.run_probe(prober, 'trainer', 1001, command)
+    assert info.value.msg == ('no job can be pinned to this node: /etc/slurm/slurm.conf: no '
+                              'NodeName is this host: ...')
+    assert len(prober.commands) == 1      # only systemctl is-active: srun never ran
+
+
+def test_a_configless_cache_is_read_but_not_edited(tmp_path, monkeypatch):
+    cache = tmp_path / 'run' / 'slurm' / 'conf'
+    cache.mkdir(parents=True)
+    conf = cache / 'slurm.conf'
+    conf.write_text(SITE)
+    monkeypatch.setattr(slurm.sn, 'CONFIGLESS_CACHES', (str(conf),))
+    with pytest.raises(changes.Failure) as info:
+        plan(conf)
+    assert info.value.kind == errors.REFUSED
+    assert info.value.msg.endswith(
+        "; %s is slurmd's configless cache (slurmd --conf-server): slurmd rewrites it from "
+        "slurmctld, so it is not edited here: change slurm.conf on the slurmctld host "
+        "(SlurmctldHost) and run `scontrol reconfigure`, or set slurm_conf_edit: false" % conf)
+    assert conf.read_text() == SITE
+    change = plan(conf, edit=False)              # read, and only warned about
+    assert not change.changed and 'jobs take nofile' in change.warnings[0]
+
+
+def test_the_plan_reads_the_file_slurmd_reads_when_none_is_given(tmp_path, monkeypatch):
+    conf = tmp_path / 'slurm.conf'
+    conf.write_text(SITE)
+    found = slurm.sn.Found(None)
+    found.path = str(conf)
+    monkeypatch.setattr(slurm.sn, 'find_conf', lambda: found)
+    req = request(conf)
+    req.paths = {}
+    change = slurm.CONTEXT.plan(req)
+    assert change.path == str(conf) and change.changed
+    found.path = None
+    found.looked = ['/run/slurm/conf/slurm.conf (slurmd\'s configless cache)']
+    with pytest.raises(changes.Failure) as info:
+        slurm.CONTEXT.plan(req)
+    assert info.value.msg == ("no slurm.conf found (looked at: /run/slurm/conf/slurm.conf "
+                              "(slurmd's configless cache)); set slurm_conf")
+
+
+def test_the_audit_warns_when_slurmd_runs_without_a_config(monkeypatch):
+    found = slurm.sn.Found(slurm.sn.Slurmd(812, ['slurmd', '--conf-server', 'ctl']))
+    found.looked = ['/run/slurm/conf/slurm.conf (slurmd\'s configless cache)']
+    monkeypatch.setattr(slurm.sn, 'find_conf', lambda: found)
+    monkeypatch.setattr(slurm.sdpaths, 'unit_exists', lambda unit, root='': True)
+
+    class Auditor(object):
+        present = []
+
+    report, warnings = slurm.CONTEXT.report(Auditor())
+    assert report is None
+    assert warnings == [found.warning()]
+    assert warnings[0].startswith('slurmd runs (pid 812: slurmd --conf-server ctl) but no '
+                                  'slurm.conf it reads was found')
