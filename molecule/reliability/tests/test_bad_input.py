@@ -290,7 +290,8 @@ CASES = [
      write(DAEMON_JSON, '{\n  "storage-driver": "vfs",\n  "debug": true,\n'
                         '  "log-level" "info"\n}\n'),
      [DAEMON_JSON + ":4:15: invalid JSON"]),
-    ('role-read-only-etc-docker', ROLE, {'limits_profile': dict(BASELINE, nofile=12288)},
+    ('role-read-only-etc-docker', ROLE,
+     {'limits_profile': dict(BASELINE, nofile={'soft': 12288, 'hard': 12288})},
      read_only('/etc/docker'), [DAEMON_JSON + ': cannot write']),
     ('role-docker-only-unlimited-nofile', ROLE,
      {'limits_profile': dict(BASELINE, nofile='unlimited'), 'limits_contexts': ['docker'],

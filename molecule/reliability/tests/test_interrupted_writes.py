@@ -52,10 +52,10 @@ def report(host):
     node(host, "seq -f '#%%06g a foreign line pam_limits keeps byte for byte' 1 %d > %s"
          % (FOREIGN_LINES, TARGET))
     try:
-        ok, result, printed = run_module(host, 'gpufleet.tuning.pam_limits', entries(1000))
+        ok, result, printed = run_module(host, 'gpufleet.tuning.pam_limits', entries(4096))
         assert ok and result['changed'], printed
         node(host, 'cp %s %s/old.bin' % (TARGET, WORK))
-        payload = keep_payload(host, entries(2000))
+        payload = keep_payload(host, entries(8192))
         node(host, 'cp %s %s/new.bin' % (TARGET, WORK))
         subprocess.run(['docker', 'cp', os.path.join(SCENARIO, 'files', 'kill_writes.py'),
                         '%s:%s/kill_writes.py' % (node_name(host), WORK)], check=True)
