@@ -396,6 +396,16 @@ restarted:
            done: [systemctl daemon-reexec, restart docker.service, wait for dockerd to answer],
            failed_unit: {}, docker_version: 20.10.24+dfsg1,
            verified: {gaps: [], regressions: [], errors: []}}
+known_gaps:
+  description:
+    - What the node's files already keep below the profile, with file:line (a PAM line that
+      gives users less, with O(on_override=warn); a later file that overrides a systemd
+      drop-in or a C(user@.service) cap, with O(on_conflict=warn)). With O(restart) and
+      O(verify) an unchanged node that has any is probed, so that the gap shows.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/etc/security/limits.d/10-site.conf:1 (trainer soft nofile 2048) is more specific: trainer gets soft nofile 2048 instead of 16384"]
 limits_kept:
   description:
     - Each side of an item not simply written as the profile asks, per context. C(action) is
@@ -527,6 +537,7 @@ def main():
     result['files'] = [pp.file_record(context, change) for context, change in planned]
     result['limits_kept'] = [dict(record, context=context) for context, change in planned
                              for record in change.result.get('limits_kept') or []]
+    result['known_gaps'] = known_gaps(result, planned)
     result['actions'] = pp.actions(planned, module, params['restart_policy'])
     for record in result.get('overrides') or []:
         # shown on every run, changed or not: a user below the profile because of a line we
@@ -581,7 +592,9 @@ def restart(module, params, result, verify, written=()):
     from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
 
     actions = result['actions']
-    due = result['changed'] or restarts.owed(actions)
+    # a node that owes nothing but that its files already show below the profile (a line
+    # that overrides it, warned) is probed too: an unchanged node with a gap is not green
+    due = result['changed'] or restarts.owed(actions) or bool(result['known_gaps'])
     if due and verify is None:
         # nothing was written: checked now, before the first restart
         verify = verify_request(module, params, result)
@@ -614,6 +627,17 @@ def restart(module, params, result, verify, written=()):
     except probe_failure as exc:
         done['verified'] = exc.result
         module.fail_json(msg='verify: %s' % exc.msg, **result)
+
+
+def known_gaps(result, planned):
+    """What the node's files already keep below the profile, each with its file:line: the
+    PAM lines that give users less (on_override=warn) and the later files that override a
+    systemd drop-in (on_conflict=warn), a user@.service cap among them."""
+    found = [r['reason'] for r in result.get('overrides') or [] if r['kind'] == 'narrower']
+    for context, change in planned:
+        found.extend('%s: %s' % (context, c['reason']) for c in change.result.get('conflicts') or []
+                     if c.get('reason'))
+    return found
 
 
 def override_records(pam_result):

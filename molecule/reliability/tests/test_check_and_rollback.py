@@ -121,3 +121,22 @@ def test_change_that_owes_no_restart_is_verified(host, user_line):
     assert without_backups(snapshot(host)) == before, snapshot_diff(before, snapshot(host))
     # The rollback did not restart the user managers either: the policy deferred their restart.
     assert services(host) == running, out[-3000:]
+
+
+def test_an_unchanged_node_that_failed_verification_is_not_green(host, user_line, baseline):
+    """Issue 31 item 10: a run whose verification failed (trainer's earlier line keeps the
+    profile from trainer's logins; limits_on_override warn, no regression so no rollback)
+    left its files, and the next run, with nothing to change, said ok. It fails again now,
+    naming the line that decides, and changes no file."""
+    try:
+        rc, out = run_role(host, limits_profile=LOWER, limits_contexts=['pam'], limits_units=[],
+                           limits_docker_restart='never')
+        assert rc != 0, out[-3000:]
+        files = without_backups(snapshot(host))
+        rc, out = run_role(host, limits_profile=LOWER, limits_contexts=['pam'], limits_units=[],
+                           limits_docker_restart='never')
+        assert rc != 0, out[-3000:]
+        assert '%s:1' % SITE in out and USER in out and '2048' in out, out[-3000:]
+        assert without_backups(snapshot(host)) == files
+    finally:
+        baseline()
