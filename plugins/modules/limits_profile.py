@@ -338,6 +338,8 @@ actions:
       O(units) is restarted through C(docker) too, never through C(units)).
     - C(deferred) lists the restarts among those that O(restart_policy) does not allow now,
       each with C(unit) and C(reason); C(policy) is O(restart_policy).
+    - C(owed_now) is true when a restart is owed that the policy allows now (the deferred
+      ones left out).
   returned: success
   type: dict
   sample: {reexec: true, user_managers: [user@1001.service], daemon_reload: false, units: [],
@@ -435,6 +437,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 
 
@@ -539,6 +542,9 @@ def main():
                              for record in change.result.get('limits_kept') or []]
     result['known_gaps'] = known_gaps(result, planned)
     result['actions'] = pp.actions(planned, module, params['restart_policy'])
+    # what is owed now, the restarts the policy defers left out: a busy node whose only owed
+    # restart waits is unchanged (changed=0), and reported pending, not changed, on every run
+    result['actions']['owed_now'] = restarts.owed(restarts.allowed(result['actions']))
     for record in result.get('overrides') or []:
         # shown on every run, changed or not: a user below the profile because of a line we
         # know about is never reported as a silent ok
@@ -589,8 +595,6 @@ def restart(module, params, result, verify, written=()):
     (``verify``), into ``restarted``; only when a file changed or a restart is owed. A restart
     that fails outright puts back the files this call wrote (``written``) and does again what
     it had restarted, with them, before the task fails (``restarted.put_back``)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
-
     actions = result['actions']
     # a node that owes nothing but that its files already show below the profile (a line
     # that overrides it, warned) is probed too: an unchanged node with a gap is not green

@@ -27,6 +27,21 @@ def profile_part(limits):
     return dict((item, limits[item]) for item in EXPECTED)
 
 
+def short_of(limits):
+    """The sides of the profile's items below what converge.yml asks: [] when ``limits`` meet
+    it. A plain profile value is a minimum (issue 31): a context keeps any higher soft or hard
+    value it had, so a context may have more than the profile, never less."""
+    return ['%s %s %s < %s' % (item, side, getattr(limits[item], side), getattr(want, side))
+            for item, want in sorted(EXPECTED.items()) for side in ('soft', 'hard')
+            if limits_model.exceeds(getattr(want, side), getattr(limits[item], side))]
+
+
+def pid1_limit(host, item):
+    """PID 1's Limit for ``item``: in these nodes its hard nofile (20000, the sandbox's ceiling)
+    is what systemd gave every service and login before the role ran, and what they keep."""
+    return parse(host.file('/proc/1/limits').content_string)[item]
+
+
 def as_user(command):
     return 'runuser -u %s -- env XDG_RUNTIME_DIR=/run/user/%d %s' % (USER, UID, command)
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import (EXPECTED, FILES, USER, Limit, as_user, parse, profile_part,
+from conftest import (FILES, USER, Limit, as_user, parse, pid1_limit, short_of,
                       user_service_limits)
 from scenario_support import ansible_command, checksums, run_module
 
@@ -13,30 +13,41 @@ PLAYBOOK = os.path.join(ROOT, 'playbooks', 'tune_gpu_nodes.yml')
 EXPECTED_PROFILE = {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
 
 
+def meets_and_keeps(host, limits, nofile_soft=16384):
+    """What converge.yml's plain profile gives a context: never less than the profile; soft
+    nofile as asked; the hard nofile the node had (PID 1's, which systemd gave everything)
+    kept instead of cut to the profile's 16384 (issue 31 item 2)."""
+    assert short_of(limits) == []
+    assert limits['nofile'].soft == nofile_soft
+    assert limits['nofile'].hard == pid1_limit(host, 'nofile').hard > 16384
+
+
 def test_login_session_of_a_training_user(host):
     limits = parse(host.check_output("runuser -l %s -c 'cat /proc/self/limits'" % USER))
-    assert profile_part(limits) == EXPECTED
+    meets_and_keeps(host, limits)
 
 
 def test_login_session_of_root(host):
     limits = parse(host.check_output("runuser -l root -c 'cat /proc/self/limits'"))
-    assert profile_part(limits) == EXPECTED
+    meets_and_keeps(host, limits)
 
 
 def test_system_service(host):
     limits = parse(host.check_output('systemd-run --wait --pipe --quiet -p User=%s '
                                      'cat /proc/self/limits' % USER))
-    assert profile_part(limits) == EXPECTED
+    meets_and_keeps(host, limits)
 
 
 def test_user_manager_service(host):
-    assert profile_part(user_service_limits(host)) == EXPECTED
+    assert short_of(user_service_limits(host)) == []
 
 
 def test_new_container(host):
     limits = parse(host.check_output('docker run --rm --network=none tiny:latest '
                                      'cat /proc/self/limits'))
-    assert profile_part(limits) == EXPECTED
+    # a new container had containerd's limits (its unit's infinity: PID 1's hard here, soft
+    # too): a plain 16384 keeps them
+    meets_and_keeps(host, limits, nofile_soft=pid1_limit(host, 'nofile').hard)
     shm = host.check_output('docker run --rm --network=none tiny:latest df -k /dev/shm')
     assert int(shm.splitlines()[-1].split()[1]) == 1024 * 1024
 
@@ -45,9 +56,17 @@ def test_one_entry_per_domain_and_item_in_the_limits_file(host):
     lines = [line.split() for line in
              host.file(FILES[0]).content_string.splitlines()
              if line.strip() and not line.startswith('#')]
-    assert sorted(tuple(line) for line in lines) == sorted(
-        (domain, side, item, value) for domain in ('*', 'root') for side in ('soft', 'hard')
-        for item, value in (('nofile', '16384'), ('nproc', '8192'), ('memlock', '8192')))
+    assert sorted((d, side, item) for d, side, item, _value in lines) == sorted(
+        (domain, side, item) for domain in ('*', 'root') for side in ('soft', 'hard')
+        for item in ('nofile', 'nproc', 'memlock'))
+    values = dict(((d, side, item), value) for d, side, item, value in lines)
+    for domain in ('*', 'root'):
+        # soft as asked; hard the profile's or the higher one logins inherited (kept)
+        assert [values[(domain, 'soft', i)] for i in ('nofile', 'nproc', 'memlock')] == [
+            '16384', '8192', '8192']
+        assert values[(domain, 'hard', 'nofile')] == str(pid1_limit(host, 'nofile').hard)
+        assert int(values[(domain, 'hard', 'nproc')]) >= 8192
+        assert values[(domain, 'hard', 'memlock')] == '8192'
 
 
 def test_effective_limits_module_sees_no_gap(host):
@@ -62,10 +81,11 @@ def test_effective_limits_module_sees_no_gap(host):
     ok, result, out = run_module(host, 'gpufleet.tuning.effective_limits', {
         'user': USER, 'contexts': ['service'], 'expect': {'nofile': 18000}})
     assert ok, out
+    hard = pid1_limit(host, 'nofile').hard     # kept by the role, above 18000 here
     assert result['gaps'] == [{'context': 'service', 'item': 'nofile',
                                'expected': {'soft': 18000, 'hard': 18000},
-                               'actual': {'soft': 16384, 'hard': 16384},
-                               'sides': ['soft', 'hard']}]
+                               'actual': {'soft': 16384, 'hard': hard},
+                               'sides': ['soft'] if hard >= 18000 else ['soft', 'hard']}]
 
 
 def test_effective_limits_parallel_probes_match_serial_ones(host):
@@ -94,7 +114,10 @@ def test_tune_playbook_check_diff_changes_nothing(host):
     before = checksums(host, FILES)
     mtimes = dict((path, host.file(path).mtime) for path in FILES)
     login = parse(host.check_output("runuser -l %s -c 'cat /proc/self/limits'" % USER))
-    extra = {'limits_profile': {'nofile': 12288, 'nproc': 4096, 'memlock': '4MiB'},
+    # both sides named: a lowering the profile asks for (a plain value would keep more)
+    extra = {'limits_profile': {'nofile': {'soft': 12288, 'hard': 12288},
+                                'nproc': {'soft': 4096, 'hard': 4096},
+                                'memlock': {'soft': '4MiB', 'hard': '4MiB'}},
              'limits_contexts': ['pam', 'systemd_system', 'systemd_user', 'docker'],
              'limits_verify_user': USER}
     cmd = ansible_command(host, ['ansible-playbook', PLAYBOOK, '--check', '--diff',
@@ -309,7 +332,7 @@ def test_audit_names_real_sources_and_shows_what_is_pending_or_misread(host, tmp
     assert 'pam_limits could not apply %s:1 (hard nofile 30000' % GPU_LINES in login['source']
     assert FILES[0] not in login['source'].split('could not apply')[1]
     service = rows[('service', 'nofile')]
-    assert service['actual'] == '16384:16384', service
+    assert service['actual'] == '16384:%d' % pid1_limit(host, 'nofile').hard, service
     assert service['source'].startswith('%s:2 sets 4096:4096, not applied yet' % SITE_DROPIN)
     out = ' '.join(proc.stdout.replace('\\n', ' ').split())
     for text in (markdown, out):
@@ -349,15 +372,18 @@ def test_detected_contexts_containerd_podman_and_units(host):
     # Unit drop-ins override the unit's own LimitNOFILE=2048 and the units were restarted.
     sleeper = main_pid(host, 'gpufleet-sleeper.service')
     assert sleeper != sleeper_before
-    assert profile_part(proc_limits(host, sleeper)) == EXPECTED
-    assert profile_part(proc_limits(host, main_pid(host, 'containerd.service'))) == EXPECTED
+    # raised from its own 2048 on both sides; the other items keep what the unit had
+    sleeper_limits = proc_limits(host, sleeper)
+    assert sleeper_limits['nofile'] == Limit(16384, 16384)
+    assert short_of(sleeper_limits) == []
+    assert short_of(proc_limits(host, main_pid(host, 'containerd.service'))) == []
     limits = parse(host.check_output('podman run --rm --network=none localhost/tiny:latest '
                                      'cat /proc/self/limits'))
-    assert profile_part(limits) == EXPECTED
+    assert short_of(limits) == []
     # Docker still answers after containerd's restart.
     limits = parse(host.check_output('docker run --rm --network=none tiny:latest '
                                      'cat /proc/self/limits'))
-    assert profile_part(limits) == EXPECTED
+    assert short_of(limits) == []
 
 
 def test_modules_keep_no_compiled_code_on_the_node(host):
