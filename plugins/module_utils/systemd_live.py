@@ -102,6 +102,18 @@ def running_user_managers(run):
     return result
 
 
+def running_instances(run, template):
+    """The active instances of a template unit (``train@.service`` -> ``train@1.service``,
+    ...): one ``systemctl list-units``."""
+    prefix, suffix = template.rsplit('@', 1)
+    rc, out, _err = run(['systemctl', 'list-units', '--type=' + suffix.lstrip('.'),
+                         '--state=active', '--plain', '--no-legend', '--no-pager',
+                         '%s@*%s' % (prefix, suffix)])
+    if rc != 0:
+        return []
+    return sorted(line.split()[0] for line in out.splitlines() if line.split())
+
+
 UNIT_STATE_PROPS = ('LoadState', 'ActiveState', 'SubState', 'MainPID', 'NeedDaemonReload',
                     'FragmentPath', 'DropInPaths')
 

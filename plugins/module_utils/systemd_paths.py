@@ -62,6 +62,12 @@ def normalize_unit(name):
     return name
 
 
+def is_template(unit):
+    """``train@.service``: a template, whose drop-in reaches every instance; systemd cannot
+    start, restart or show a template itself."""
+    return unit.rsplit('.', 1)[0].endswith('@')
+
+
 def unit_section(unit):
     return UNIT_SECTIONS[unit.rsplit('.', 1)[1]]
 

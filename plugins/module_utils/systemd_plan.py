@@ -152,6 +152,11 @@ def live_check(run, result, scope, unit, expected, changed):
                     stale.append(unit_name)
         result['restart_required'] = stale
         result['reexec_required'] = changed or bool(stale)
+    elif sdpaths.is_template(unit):
+        # a template's drop-in reaches every instance; the running ones keep their limits
+        # until they restart, which is left to the user (they run jobs): reported pending
+        result['daemon_reload_required'] = changed
+        result['instances'] = sdlive.running_instances(run_live, unit) if running else []
     else:
         state = sdlive.unit_live(run_live, unit) if running else {}
         loaded = state.get('limits') if state else None

@@ -408,6 +408,13 @@ known_gaps:
   type: list
   elements: str
   sample: ["/etc/security/limits.d/10-site.conf:1 (trainer soft nofile 2048) is more specific: trainer gets soft nofile 2048 instead of 16384"]
+probe_units:
+  description:
+    - The units of RV(units) that can be probed (a template such as C(train@.service) cannot:
+      its running instances are listed in RV(actions) C(deferred), pending their restart).
+  returned: success
+  type: list
+  elements: str
 limits_kept:
   description:
     - Each side of an item not simply written as the profile asks, per context. C(action) is
@@ -511,6 +518,8 @@ def main():
     result['probes'] = registry.probe_map(contexts)
     result['units'] = [c[len(registry.UNIT_PREFIX):] for c, _change in planned
                        if c.startswith(registry.UNIT_PREFIX)]
+    # a template (train@.service) cannot be probed itself: its instances are pending
+    result['probe_units'] = [u for u in result['units'] if not sdpaths.is_template(u)]
     pam = dict(planned).get('pam')
     if pam is not None:
         result['overrides'] = override_records(pam.result)
@@ -583,7 +592,7 @@ def verify_request(module, params, result):
                              'out (nothing was written)' % key, **result)
     asked.update(
         contexts=[p['probe'] for p in result['probes'] if not p['image'] or asked.get(p['image'])],
-        units=result['units'], expect=params['profile'], baseline=None)
+        units=result['probe_units'], expect=params['profile'], baseline=None)
     try:
         return effective.validated(asked, 'verify')
     except effective.ProbeFailure as exc:

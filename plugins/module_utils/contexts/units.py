@@ -66,6 +66,8 @@ class Units(Context):
             import configured_now
         unit = label[len(PREFIX):]
         names = list(request.limits)
+        if sdpaths.is_template(sdpaths.unit_name(unit)):
+            return {}
         try:
             found = configured_now(systemd_precedence.resolve_unit(unit), names)
         except (systemd_conf.ConfError, limits_model.LimitError, IOError, OSError):
@@ -81,6 +83,13 @@ class Units(Context):
 
     def act(self, change, actions, state, host):
         res = change.result
+        if change.changed:
+            for instance in res.get('instances') or []:
+                actions['deferred'].append(dict(
+                    unit=instance, context=PREFIX + instance,
+                    reason='an instance of %s: it keeps its limits until it restarts (its job '
+                           'is not stopped for them: restart it when the job ends)'
+                           % res['path'].split('/')[-2][:-2]))
         actions['daemon_reload'] = actions['daemon_reload'] or bool(
             res.get('daemon_reload_required'))
         actions['units'].extend(u for u in res.get('restart_required') or []

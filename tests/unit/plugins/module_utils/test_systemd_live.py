@@ -97,3 +97,20 @@ def test_running_user_managers_is_one_list_units():
 def test_running_user_managers_is_empty_when_systemctl_fails():
     _calls, run = recorder([(['systemctl', 'list-units'], (1, '', 'no'))])
     assert sdlive.running_user_managers(run) == []
+
+
+def test_running_instances_of_a_template_in_one_call():
+    """Issue 31 item 11: a template unit in limits_units (train@.service): its instances are
+    listed with one systemctl call, and the template itself is never shown or restarted."""
+    calls = []
+
+    def run(args):
+        calls.append(args)
+        return 0, 'train@b.service loaded active running Train b\ntrain@a.service loaded active running Train a\n', ''
+    assert sdlive.running_instances(run, 'train@.service') == ['train@a.service',
+                                                                'train@b.service']
+    assert calls == [['systemctl', 'list-units', '--type=service', '--state=active', '--plain',
+                      '--no-legend', '--no-pager', 'train@*.service']]
+    assert sdpaths.is_template('train@.service')
+    assert not sdpaths.is_template('train@1.service')
+    assert not sdpaths.is_template('docker.service')
