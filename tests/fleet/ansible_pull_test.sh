@@ -53,6 +53,9 @@ second=$(pull 2>&1) || { echo "$second" | tail -40; echo "ansible-pull: the reru
 line=$(echo "$second" | recap)
 echo "second run: $line"
 grep -q 'changed=0 .*failed=0' <<<"$line" || { echo "$second" | tail -40; echo "the rerun was not a no-op" >&2; exit 1; }
-[ "$(docker exec "$node" runuser -l trainer -c 'echo $(ulimit -Sn):$(ulimit -Hn)')" = 16384:16384 ] \
-  || { echo "a login session of the node does not get nofile 16384:16384" >&2; exit 1; }
+# soft nofile as the profile asks; hard at least that (a higher hard limit the node had is kept)
+login=$(docker exec "$node" runuser -l trainer -c 'echo $(ulimit -Sn) $(ulimit -Hn)')
+read -r soft hard <<<"$login"
+[ "$soft" = 16384 ] && [ "$hard" -ge 16384 ] \
+  || { echo "a login session of the node gets nofile $login, not 16384 and at least 16384" >&2; exit 1; }
 echo "ansible-pull test: converged, verified, rerun changed nothing"

@@ -27,6 +27,18 @@ def watched(host):
     return checksums(host, host.check_output(WATCHED).split())
 
 
+def slurmd_limit(host, row='Max open files'):
+    """[soft, hard] of the running slurmd for a /proc/PID/limits row: what its jobs get when
+    slurm.conf does not propagate the item. The role's plain profile value is a minimum, so
+    slurmd keeps the higher values its unit gave it (Debian's LimitNOFILE=131072, capped at
+    this sandbox's hard 20000; issue 31)."""
+    text = host.file('/proc/%s/limits' % main_pid(host)).content_string
+    for line in text.splitlines():
+        if line.startswith(row):
+            return line[len(row):].split()[:2]
+    raise AssertionError('%s not in slurmd limits: %s' % (row, text))
+
+
 def job_soft_hard(host, how='srun'):
     """[login soft nofile, job soft nofile, job hard nofile] for a job of trainer submitted
     from a login session whose soft nofile is the distribution's default."""

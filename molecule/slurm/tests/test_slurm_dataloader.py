@@ -25,7 +25,7 @@ def test_the_job_fails_in_a_login_session_at_soft_nofile_1024(host):
 def test_the_same_job_runs_as_a_slurm_job_with_the_profile(host):
     job = results(host)['contexts']['slurm_job']
     assert job['ok'], job.get('error')
-    assert job['nofile_soft'] == 16384
+    assert job['nofile_soft'] >= 16384      # slurmd's: the profile's or the higher one kept
     # the job really needed more than the login session's 1024
     assert job['peak_fds'] > 1024
     assert job['samples_per_s'] > 0

@@ -8,7 +8,7 @@ write, in the reliability suite's bad-input list.)"""
 import os
 import tempfile
 
-from conftest import DROPIN, SLURM_CONF, job_soft_hard, main_pid
+from conftest import DROPIN, SLURM_CONF, job_soft_hard, main_pid, slurmd_limit
 from scenario_support import checksums, run_playbook
 
 PLAY = '''- hosts: all
@@ -48,4 +48,4 @@ def test_a_failed_slurmd_restart_restores_the_files_and_slurmd(host, pristine_sl
     # the files are byte for byte those of before, and slurmd runs them (a new process)
     assert checksums(host, files) == before
     assert host.service('slurmd').is_running and main_pid(host) != pid
-    assert job_soft_hard(host, 'srun') == ['1024', '16384', '16384']
+    assert job_soft_hard(host, 'srun') == ['1024'] + slurmd_limit(host)
