@@ -21,7 +21,7 @@ FILES = ['/etc/security/limits.d/90-gpufleet-tuning.conf',
          '/etc/docker/daemon.json']
 BASE = {'limits_contexts': ['pam', 'systemd_system', 'systemd_user', 'docker'],
         'limits_verify_user': USER, 'limits_verify_docker_image': 'tiny:latest'}
-BASELINE = {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
+BASELINE = {'nofile': {'soft': 16384, 'hard': 16384}, 'nproc': 8192, 'memlock': '8MiB'}
 
 
 def run_role(host, **variables):
