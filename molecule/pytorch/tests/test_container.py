@@ -44,7 +44,8 @@ def test_after_tuning_the_same_job_passes_in_the_container(host):
     # sampler reads /dev/shm every 50 ms and can miss the moment of the highest use (one CI
     # run saw 61.1 MB), so this asks only that it saw more than one 32 MB batch in flight.
     assert run['peak_shm_bytes'] > 32 * MB
-    assert run['nofile_soft'] == 16384 and run['uid'] != 0
+    # at least the profile's 16384: a new container's higher limits (containerd's) are kept
+    assert run['nofile_soft'] >= 16384 and run['uid'] != 0
     assert run['wall_s'] > 0
     assert data['job']['contexts']['container']['fits'] is True
     config = json.loads(host.file('/etc/docker/daemon.json').content_string)
