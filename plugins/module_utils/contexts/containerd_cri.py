@@ -25,6 +25,8 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
+    BY_RLIMIT as ITEM_BY_RLIMIT)
 
 UNIT = 'containerd.service'
 KUBELET = 'kubelet.service'
@@ -38,6 +40,13 @@ def client_command(params):
     """The CRI client command that prints a new pod container's /proc/self/limits."""
     return list(params['cri_client']) + [
         'limits', '--image', params['pod_image'], '--handler', params.get('pod_handler') or '']
+
+
+def oci_limit(entry):
+    """An OCI rlimits entry ({type, soft, hard}, RLIM_INFINITY for unlimited) as a Limit."""
+    def side(value):
+        return model.UNLIMITED if value >= model.RLIM_INFINITY else value
+    return model.Limit(side(entry['soft']), side(entry['hard']))
 
 
 class ContainerdCri(Context):
@@ -79,7 +88,8 @@ class ContainerdCri(Context):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
         config = request.paths[self.path_option]
         try:
-            planned = csp.plan(host.run_command, request.limits, config=config,
+            planned = csp.plan(host.run_command, self.limits(self.name, request, host, ceiling),
+                               config=config,
                                create=request.containerd_create_spec, field='profile')
         except errors.Error as exc:
             failure = changes.Failure('%s (nothing written)' % exc.msg, dict(config=config),
@@ -112,6 +122,33 @@ class ContainerdCri(Context):
             return changes.Change(config, dict(result, path=config), old, new,
                                   mode=os.stat(config).st_mode & 0o7777)
         found.append((self.name, plan_config))
+        return found
+
+    def current(self, label, request, host):
+        """The highest rlimits of the handlers' base specs (``PATH process.rlimits``): what
+        pods of those handlers get now. A handler without a base spec is left out (its pods
+        have containerd's own limits, which the units context keeps)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import oci_base_spec as oci
+        found = {}
+        try:
+            _text, data, version = csp.read_config(request.paths[self.path_option])
+            paths = sorted(set(p for p in cc.handlers(data, version).values() if p))
+            for path in paths:
+                text = csp.read_text(path)
+                if text is None:
+                    continue
+                for entry in (oci.parse(text, path).get('process') or {}).get('rlimits') or []:
+                    item = ITEM_BY_RLIMIT.get(str(entry.get('type', ''))[len('RLIMIT_'):])
+                    if item is None or item.name not in request.limits:
+                        continue
+                    limit = oci_limit(entry)
+                    have = found.get(item.name)
+                    if have is None or model.exceeds(limit.hard, have[0].hard):
+                        found[item.name] = (limit, '%s process.rlimits' % path)
+        except (errors.Error, IOError, OSError, ValueError, TypeError, KeyError):
+            return {}   # the plan names the file it cannot read
         return found
 
     def act(self, change, actions, state, host):

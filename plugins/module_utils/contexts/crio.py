@@ -37,9 +37,26 @@ class Crio(Context):
 
         def plan():
             return crio_plan.plan_crio(runtime_plan.RuntimeRequest(
-                request.limits, request.paths[self.path_option], force=request.force,
+                self.limits(self.name, request, host, ceiling), request.paths[self.path_option],
+                force=request.force,
                 field='profile'), ceiling=ceiling)
         return [(self.name, plan)]
+
+    def current(self, label, request, host):
+        """The ``default_ulimits`` CRI-O uses (the last file that sets the list, file:line:col);
+        an item it does not set is unknown (pods then have crio.service's own limits)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+        try:
+            found = crio_conf.effective(crio_conf.config_files(crio_conf.MAIN,
+                                                               crio_conf.DROPIN_DIR))
+        except (errors.Error, IOError, OSError, ValueError):
+            return {}   # the plan names the file it cannot read
+        if not found:
+            return {}
+        place, limits = found[-1]
+        return dict((name, (limit, place)) for name, limit in limits.items()
+                    if name in request.limits)
 
     def act(self, change, actions, state, host):
         # CRI-O reads default_ulimits at start: the units context restarts it (checked)

@@ -35,10 +35,17 @@ class Podman(Context):
 
         def plan():
             return podman_plan.plan_podman(runtime_plan.RuntimeRequest(
-                request.limits, request.paths[self.path_option],
+                self.limits(self.name, request, host, ceiling), request.paths[self.path_option],
                 shm_size=request.podman_shm_size, force=request.force,
                 field='profile'), host, ceiling)
         return [(self.name, plan)]
+
+    def current(self, label, request, host):
+        """containers.conf's ``default_ulimits`` as Podman reads them (file:line:col); an item
+        no file sets is unknown (a container then has the podman process's own limits)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf
+        found = containers_conf.effective()['default_ulimits']
+        return dict((name, entry) for name, entry in found.items() if name in request.limits)
 
     def probe_command(self, user, uid, params):
         return probes.container_command('podman', params[self.image_option],
