@@ -91,6 +91,11 @@ class Context(object):
         """Is the context present on the node? From files only (no service manager query)."""
         return False
 
+    def target_path(self, root=''):
+        """The file the limits role writes on this node (``target`` unless the node says
+        otherwise)."""
+        return self.target
+
     def owns(self, label):
         """Is ``label`` (a planned change's context: ``pam``, ``unit:NAME``) this context's?"""
         return label == self.name
@@ -159,6 +164,11 @@ class Context(object):
     def report(self, auditor):
         """(the read-only report of its files, or None when absent; warnings)."""
         return None, []
+
+    def problems(self, report):
+        """[{'source', 'msg', ...}]: what :meth:`report` found that stops the context or will
+        (the audit's and the drift watch's ``problems``)."""
+        return []
 
     def audit_probe(self, report, auditor):
         """Does the audit probe this context?"""
