@@ -123,10 +123,14 @@ def dockerd_state(run, unit=UNIT):
         return None
     values = dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
     active, outcome = values.get('ActiveState'), values.get('Result')
-    if active in ('active', 'activating', 'reloading', 'deactivating'):
+    if active in ('active', 'reloading'):
         return dj.WOULD_REFUSE
-    if active == 'failed' or (active == 'inactive' and outcome not in (None, '', 'success')):
+    # Result keeps the last failure until a start succeeds: Restart= retrying (activating,
+    # auto-restart) after dockerd refused is still a refusal
+    if active == 'failed' or outcome not in (None, '', 'success'):
         return dj.HAS_REFUSED
+    if active in ('activating', 'deactivating'):
+        return dj.WOULD_REFUSE
     if active == 'inactive':
         return dj.STOPPED
     return None

@@ -195,6 +195,8 @@ CLASH = '{\n  "default-ulimits": {\n    "nofile": {"Name": "nofile", "Soft": 102
     ('active', 'success', 'running', 'dockerd would refuse to start at its next restart'),
     ('failed', 'exit-code', 'refused', 'dockerd has refused to start'),
     ('inactive', 'start-limit-hit', 'refused', 'dockerd has refused to start'),
+    ('activating', 'exit-code', 'refused', 'dockerd has refused to start'),
+    ('activating', 'success', 'running', 'dockerd would refuse to start at its next restart'),
     ('inactive', 'success', 'stopped', 'dockerd would refuse to start when it is next started'),
 ])
 def test_the_audit_reports_the_clash_with_file_and_line(tmp_path, active, outcome, state, said):
