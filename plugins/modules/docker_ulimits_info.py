@@ -122,7 +122,9 @@ flag_conflicts:
   elements: dict
   sample: [{"key": "default-ulimits", "flag": "--default-ulimit", "state": "running",
             "source": "/etc/systemd/system/docker.service.d/override.conf:3",
-            "msg": "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse to start at its next restart (remove the flag or the key)"}]
+            "msg": "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to
+                    dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse
+                    to start at its next restart (remove the flag or the key)"}]
 containerd:
   description: Limits of the running containerd (what containers inherit for items
     C(default-ulimits) does not set); empty when containerd is not running.
@@ -166,7 +168,6 @@ bytecode_cache.install()
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
 

@@ -226,7 +226,9 @@ problems:
   elements: dict
   sample: [{context: docker, state: running,
             source: /etc/systemd/system/docker.service.d/override.conf:3,
-            msg: "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse to start at its next restart (remove the flag or the key)"}]
+            msg: "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to
+                  dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse
+                  to start at its next restart (remove the flag or the key)"}]
 present:
   description: The contexts present on the node (as limits_profile finds them).
   returned: success

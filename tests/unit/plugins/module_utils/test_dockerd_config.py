@@ -181,9 +181,8 @@ def test_the_tune_refuses_a_key_the_file_keeps_that_a_flag_also_sets(tmp_path):
     assert caught.value.msg == (
         '%s:7 passes --default-shm-size to dockerd, so "default-shm-size" in %s would make '
         'dockerd refuse to start (remove the flag or manage it there)' % (UNIT_FILE, path))
-    assert caught.value.result['conflicts'] == [{'key': 'default-shm-size',
-                                                'flag': '--default-shm-size',
-                                                'source': UNIT_FILE + ':7'}]
+    assert caught.value.result['conflicts'] == [
+        {'key': 'default-shm-size', 'flag': '--default-shm-size', 'source': UNIT_FILE + ':7'}]
 
 
 # --- the audit and the watch report the clash -----------------------------------------------
