@@ -88,8 +88,7 @@ def mismatch(path, found):
 
 
 def snap_message(found):
-    return 'dockerd runs from the docker snap (%s): it reads %s' % (found['source'],
-                                                                     found['path'])
+    return 'dockerd runs from the docker snap (%(source)s): it reads %(path)s' % found
 
 
 def target(path=None, unit=UNIT, root=''):
