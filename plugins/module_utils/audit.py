@@ -47,6 +47,7 @@ def unwritable(present):
     found = []
     for context, path in TARGETS:
         if context in present:
+            path = registry.named(context).target_path() or path
             problem = changes.Change(path, {}, None, '').writable()
             if problem:
                 found.append(dict(context=context, path=path, msg=problem))
@@ -222,7 +223,7 @@ def audit(host, params):
     profile = params['profile']
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
-                  pam_invalid=[], systemd_pending=[], present=[], unwritable=[])
+                  pam_invalid=[], systemd_pending=[], present=[], unwritable=[], problems=[])
     try:
         items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
         model.parse_profile(profile, 'profile', floor=False)
@@ -254,6 +255,8 @@ def audit(host, params):
             report, found = record.report(auditor)
             warnings.extend(found)
             reports[record.probe] = report
+            result['problems'].extend(dict(problem, context=record.probe)
+                                      for problem in record.problems(report))
             if record.audit_probe(report, auditor):
                 contexts.append(record.probe)
     except info.InfoError as exc:

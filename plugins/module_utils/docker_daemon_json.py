@@ -13,7 +13,8 @@ Plain Python (no Ansible import), runs on Python 3.8 targets.
   a number of spaces or a tab, 2 for a new, empty or one-line file) and a trailing newline, so
   that a rewrite of a 4-space or tab-indented file (the NVIDIA container toolkit writes 4
   spaces) changes only the lines it has to.
-* unit_flag_conflicts() reads docker.service with its drop-ins the way systemd does (the first
+* unit_flag_conflicts() and clashes() (the one check the tune, the audit and the watch make)
+  read docker.service with its drop-ins the way systemd does (the first
   unit file found, then drop-ins ordered by file name, ``/etc`` shadowing ``/run`` shadowing
   ``/usr/lib``; an empty ``ExecStart=`` resets) and reports ``--default-ulimit`` /
   ``--default-shm-size`` in the effective ExecStart (also through ``$VAR`` from ``Environment=``
@@ -432,26 +433,34 @@ def _flag_values(text, flag):
     return re.findall(r'(?:^|\s)%s(?:=|\s+)(?:"([^"]*)"|\'([^\']*)\'|(\S+))' % re.escape(flag), text)
 
 
+def command_texts(unit='docker.service', root=''):
+    """[(text, 'file:line')]: each effective ExecStart command line of ``unit`` and the value
+    of each ``$VAR`` it uses (Environment= or EnvironmentFile=), where dockerd's flags are
+    looked for (unit_flags, dockerd_config.config_file)."""
+    exec_starts, env = effective_exec_start(unit, root)
+    texts = []
+    for command, place in exec_starts:
+        texts.append((command, place))
+        for name in re.findall(r'\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?', command):
+            if name in env:
+                texts.append((env[name][0], '%s (via $%s from %s)' % (place, name, env[name][1])))
+    return texts
+
+
 def unit_flags(unit='docker.service', root=''):
     """[{'key', 'flag', 'value', 'source'}] for every ``--default-ulimit`` /
     ``--default-shm-size`` the effective ExecStart of ``unit`` passes to dockerd, directly or
     through a ``$VAR`` set by Environment= or EnvironmentFile=. ``source`` is 'file:line'."""
-    exec_starts, env = effective_exec_start(unit, root)
+    texts = command_texts(unit, root)
     found = []
     for key in (ULIMITS_KEY, SHM_KEY):
         flag = FLAGS[key]
-        for command, place in exec_starts:
-            texts = [(command, place)]
-            for name in re.findall(r'\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?', command):
-                if name in env:
-                    texts.append((env[name][0], '%s (via $%s from %s)'
-                                  % (place, name, env[name][1])))
-            for text, source in texts:
-                if not _flag_in(text, flag):
-                    continue
-                values = [''.join(groups) for groups in _flag_values(text, flag)] or ['']
-                for value in values:
-                    found.append({'key': key, 'flag': flag, 'value': value, 'source': source})
+        for text, source in texts:
+            if not _flag_in(text, flag):
+                continue
+            values = [''.join(groups) for groups in _flag_values(text, flag)] or ['']
+            for value in values:
+                found.append({'key': key, 'flag': flag, 'value': value, 'source': source})
     return found
 
 
@@ -462,7 +471,30 @@ def unit_flag_conflicts(keys, unit='docker.service', root=''):
             for found in unit_flags(unit, root) if found['key'] in keys]
 
 
-def conflict_message(conflicts, path=DAEMON_JSON):
-    return '; '.join('%s passes %s to dockerd, so "%s" in %s would make dockerd refuse to start '
-                     '(remove the flag or manage it there)' % (place, flag, key, path)
-                     for key, flag, place in conflicts)
+def clashes(data, unit='docker.service', root=''):
+    """The one check of a flag that clashes with daemon.json, for the tune (the file it would
+    write), the audit and the drift watch (the file dockerd reads): [(key, flag, source)] for
+    each key of ``data`` (parsed daemon.json) that ``unit`` also passes as a flag. dockerd
+    refuses to start when a directive is given both ways, whatever the values."""
+    return unit_flag_conflicts([key for key in FLAGS if key in (data or {})], unit, root)
+
+
+# What dockerd does with a clash (conflict_message ``state``): None, the tune's refusal.
+WOULD_REFUSE = 'running'      # dockerd runs: it would refuse at its next restart
+HAS_REFUSED = 'refused'       # docker.service failed or stopped with an error
+STOPPED = 'stopped'           # stopped cleanly: it would refuse when started
+
+
+def conflict_message(conflicts, path=DAEMON_JSON, state=None):
+    """One sentence per clash naming the unit file:line, the flag, the key and the file."""
+    if state is None:
+        return '; '.join('%s passes %s to dockerd, so "%s" in %s would make dockerd refuse to '
+                         'start (remove the flag or manage it there)' % (place, flag, key, path)
+                         for key, flag, place in conflicts)
+    what = {WOULD_REFUSE: 'dockerd would refuse to start at its next restart',
+            HAS_REFUSED: 'dockerd has refused to start (journalctl -u docker.service: "the '
+                         'following directives are specified both as a flag and in the '
+                         'configuration file")',
+            STOPPED: 'dockerd would refuse to start when it is next started'}[state]
+    return '; '.join('%s passes %s to dockerd and %s sets "%s": %s (remove the flag or the '
+                     'key)' % (place, flag, path, key, what) for key, flag, place in conflicts)

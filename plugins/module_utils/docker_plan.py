@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import dockerd_config
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
@@ -20,16 +21,19 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
 
 
-def plan_docker(req, host, ceiling=None, probe=True):
-    """The plan of daemon.json. ``req``: a runtime_plan.RuntimeRequest (limits parsed once).
+def plan_docker(req, host, ceiling=None, probe=True, root=''):
+    """The plan of the daemon.json dockerd reads (dockerd_config.target). ``req``: a
+    runtime_plan.RuntimeRequest (limits parsed once; ``path`` None: the file dockerd reads).
     ``probe``: ask dockerd for its running containers now (limits_profile asks only when a
-    restart is due)."""
-    path = req.path
-    result = dict(changed=False, path=path, restart_required=False)
+    restart is due). ``root``: a prefix of the unit search path (unit tests)."""
+    unit = req.unit or dockerd_config.UNIT
+    result = dict(changed=False, path=req.path, restart_required=False)
     requested, shm_size = req.limits, req.shm_size
 
-    # 1. The file as it is.
+    # 1. The file dockerd reads (req.path None: that one; another path named: refused), as it is.
     try:
+        path, found = dockerd_config.target(req.path, unit, root)
+        result.update(path=path, config_file=dockerd_config.public(found))
         raw, data = dj.read(path)
     except (dj.DaemonJsonError, FileError) as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
@@ -61,12 +65,8 @@ def plan_docker(req, host, ceiling=None, probe=True):
 
     new = dj.merge(data, requested, shm_size, req.purge)
 
-    written = []
-    if requested is not None and new.get(dj.ULIMITS_KEY):
-        written.append(dj.ULIMITS_KEY)
-    if shm_size is not None:
-        written.append(dj.SHM_KEY)
-    conflicts = dj.unit_flag_conflicts(written, req.unit)
+    # the file as it would be written: a key it keeps clashes as much as one it writes
+    conflicts = dj.clashes(new, unit, root)
     if conflicts:
         raise changes.Failure(dj.conflict_message(conflicts, path), result, conflicts=[
             {'key': key, 'flag': flag, 'source': source} for key, flag, source in conflicts])

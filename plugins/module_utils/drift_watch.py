@@ -13,7 +13,8 @@ module_utils copied to the node; no controller is involved. One run:
    reported, not inherited;
 3. writes node_exporter textfile metrics atomically (textfile_metrics.py): the limits per
    context and item, the gaps, compliance, the profile, or on failure the reason;
-4. logs one journal line per problem (stderr with sd-daemon priority prefixes).
+4. logs one journal line per gap, probe error and problem (the audit's ``problems``: a dockerd
+   flag that clashes with daemon.json), on stderr with sd-daemon priority prefixes.
 
 Exit status 0 when the audit ran and the metrics were written, 1 otherwise. The timer runs the
 next audit either way (the unit sets StartLimitIntervalSec=0). docs/drift-watch.md.
@@ -144,7 +145,8 @@ def child_main(stdin=None, stdout=None):
     except audit_failure_types() as exc:
         json.dump(dict(ok=False, msg=getattr(exc, 'msg', str(exc))), stdout)
         return 0
-    keep = ('contexts', 'expected', 'gaps', 'errors', 'systemd_pending', 'pam_invalid')
+    keep = ('contexts', 'expected', 'gaps', 'errors', 'systemd_pending', 'pam_invalid',
+            'problems')
     json.dump(dict(ok=True, result=dict((k, result.get(k)) for k in keep),
                    warnings=list(warnings) + host.warnings), stdout)
     return 0
@@ -218,6 +220,13 @@ def gap_lines(result):
     return lines
 
 
+def problem_lines(result):
+    """One journal line per problem the audit found in a context (a dockerd flag that clashes
+    with daemon.json: dockerd would refuse, or has refused, to start), with its file:line."""
+    return ['problem: context=%s: %s' % (found.get('context'), found.get('msg'))
+            for found in result.get('problems') or []]
+
+
 def log(priority, msg, stream=None):
     stream = stream or sys.stderr
     stream.write('%sgpufleet-limits-watch: %s\n' % (priority, msg))
@@ -256,6 +265,8 @@ def watch(args, child_command, clock=time.time):
                                                                found.get('msg')))
         for line in gap_lines(outcome.result):
             log(WARNING, line)
+        for line in problem_lines(outcome.result):
+            log(ERR, line)
     try:
         path = tm.write_atomic(args.metrics_dir, text)
     except tm.MetricsWriteError as exc:

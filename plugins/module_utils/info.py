@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import dockerd_config
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
@@ -210,10 +211,15 @@ def containerd_limits():
     return {}
 
 
-def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True):
-    """docker_ulimits_info's result without the probe: daemon.json's defaults with their
-    file:line:column, the unit's flags, containerd's limits and (``running``) the containers."""
-    problems = []
+def docker_report(host, path=None, unit='docker.service', running=True, root=''):
+    """docker_ulimits_info's result without the probe: the daemon.json dockerd reads
+    (``config_file``, dockerd_config.config_file; ``path`` None: that one) with its defaults and
+    their file:line:column, the unit's flags and those that clash with the file
+    (``flag_conflicts``: dockerd refuses to start), containerd's limits and (``running``) the
+    containers. ``root``: a prefix of the unit search path (unit tests)."""
+    found = dockerd_config.config_file(unit, root)
+    path = found['path'] if path is None else path
+    problems = [p for p in (dockerd_config.mismatch(path, found),) if p]
     config = {'exists': False, 'default_ulimits': {}, 'shm_size': None, 'live_restore': False}
     data = {}
     try:
@@ -230,8 +236,12 @@ def docker_report(host, path=dj.DAEMON_JSON, unit='docker.service', running=True
                                   'source': dj.where(text, (dj.SHM_KEY,), path)}
     except (dj.DaemonJsonError, FileError) as exc:
         problems.append(str(exc))
-    result = dict(changed=False, path=path, config=config, problems=problems,
-                  unit_flags=dj.unit_flags(unit), containerd=containerd_limits())
+    conflicts = dockerd_config.clash_report(data, path, found['unit'],
+                                            dockerd_config.host_runner(host), root)
+    problems.extend(c['msg'] for c in conflicts)
+    result = dict(changed=False, path=path, config_file=dockerd_config.public(found),
+                  config=config, problems=problems, unit_flags=dj.unit_flags(found['unit'], root),
+                  flag_conflicts=conflicts, containerd=containerd_limits())
     if running:
         result['running_containers'] = runtime_live.running_containers(host, config['live_restore'])
     return result

@@ -28,9 +28,9 @@ description:
     line and column), when an existing C(default-ulimits) entry that would be kept cannot be
     read (line and column), and when the docker unit's effective C(ExecStart) (including
     drop-ins and variables from C(Environment=)/C(EnvironmentFile=)) already passes
-    C(--default-ulimit) or C(--default-shm-size) for a key this task writes (dockerd refuses to
-    start when an option is set both as a flag and in the file; the message names the unit file
-    and line).
+    C(--default-ulimit) or C(--default-shm-size) for a key the file would hold (dockerd refuses
+    to start when an option is set both as a flag and in the file; the message names the unit
+    file and line).
   - An unreadable existing entry for an item this task sets is replaced (with a warning).
   - C(default-ulimits) and C(default-shm-size) take effect after a dockerd restart (not a
     reload), and only for containers created afterwards. The module does not restart dockerd;
@@ -71,9 +71,16 @@ options:
     type: bool
     default: false
   path:
-    description: Docker's daemon configuration file.
+    description:
+      - Docker's daemon configuration file.
+      - Left out, the file dockerd reads (RV(config_file)) - the C(--config-file) of the unit's
+        effective C(ExecStart), with its drop-ins, else C(/etc/docker/daemon.json).
+      - A path that is not the file a C(--config-file) flag names is refused before anything
+        is written, naming the unit file and line of the flag and both paths.
+      - Where only the docker snap's C(snap.docker.dockerd.service) runs dockerd, the task is
+        refused with guidance (the snap reads C(/var/snap/docker/current/config/daemon.json)
+        and is restarted with C(snap restart docker)).
     type: path
-    default: /etc/docker/daemon.json
   unit:
     description:
       - The systemd unit that runs dockerd, whose C(ExecStart) is checked for conflicting flags.
@@ -126,6 +133,15 @@ path:
   returned: always
   type: str
   sample: /etc/docker/daemon.json
+config_file:
+  description:
+    - The daemon.json dockerd reads and why (C(source)) - the C(--config-file) flag of the
+      unit's effective C(ExecStart) with its C(file:line), dockerd's default
+      C(/etc/docker/daemon.json), or the docker snap's C($SNAP_DATA/config/daemon.json).
+  returned: always
+  type: dict
+  sample: {"path": "/etc/docker/other.json",
+           "source": "/etc/systemd/system/docker.service.d/10-config.conf:3 (--config-file)"}
 default_ulimits:
   description: C(default-ulimits) as the file holds it after the task, in Docker's form.
   returned: always
@@ -166,7 +182,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
 
 
@@ -176,7 +191,7 @@ def main():
             ulimits=dict(type='dict'),
             shm_size=dict(type='str'),
             purge=dict(type='bool', default=False),
-            path=dict(type='path', default=dj.DAEMON_JSON),
+            path=dict(type='path'),
             unit=dict(type='str', default='docker.service'),
             backup=dict(type='bool', default=False),
             force=dict(type='bool', default=False),

@@ -33,9 +33,10 @@ attributes:
     description: Changes nothing, so there is nothing to show.
 options:
   path:
-    description: Docker's daemon configuration file.
+    description:
+      - Docker's daemon configuration file. Left out, the file dockerd reads (RV(config_file)).
+        A path that is not that file is read, and RV(problems) says which file dockerd reads.
     type: path
-    default: /etc/docker/daemon.json
   unit:
     description: The systemd unit that runs dockerd.
     type: str
@@ -73,6 +74,15 @@ path:
   description: The daemon.json read.
   returned: always
   type: str
+config_file:
+  description:
+    - The daemon.json dockerd reads and why (C(source)) - the C(--config-file) flag of the
+      unit's effective C(ExecStart) with its C(file:line), dockerd's default
+      C(/etc/docker/daemon.json), or the docker snap's C($SNAP_DATA/config/daemon.json).
+  returned: always
+  type: dict
+  sample: {"path": "/etc/docker/other.json",
+           "source": "/etc/systemd/system/docker.service.d/10-config.conf:3 (--config-file)"}
 config:
   description: What daemon.json sets.
   returned: always
@@ -101,6 +111,20 @@ unit_flags:
   elements: dict
   sample: [{"key": "default-ulimits", "flag": "--default-ulimit", "value": "nofile=1024:2048",
             "source": "/etc/systemd/system/docker.service.d/override.conf:3"}]
+flag_conflicts:
+  description:
+    - The unit's flags that clash with a key of the daemon.json read (dockerd refuses to start
+      when a directive is both a flag and in the file), with the unit C(file:line), dockerd's
+      C(state) (C(running) - it would refuse at its next restart, C(refused) - docker.service
+      failed, C(stopped) - it would refuse when started) and the message, also in RV(problems).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"key": "default-ulimits", "flag": "--default-ulimit", "state": "running",
+            "source": "/etc/systemd/system/docker.service.d/override.conf:3",
+            "msg": "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to
+                    dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse
+                    to start at its next restart (remove the flag or the key)"}]
 containerd:
   description: Limits of the running containerd (what containers inherit for items
     C(default-ulimits) does not set); empty when containerd is not running.
@@ -128,7 +152,8 @@ running_containers:
   type: dict
   sample: {"count": 2, "live_restore": false}
 problems:
-  description: Things that could not be read (a daemon.json that does not parse, ...).
+  description: Things that could not be read (a daemon.json that does not parse, ...), a
+    path that is not the file dockerd reads, and the messages of RV(flag_conflicts).
   returned: always
   type: list
   elements: str
@@ -138,14 +163,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            path=dict(type='path', default=dj.DAEMON_JSON),
+            path=dict(type='path'),
             unit=dict(type='str', default='docker.service'),
             image=dict(type='str'),
             run_options=dict(type='list', elements='str', default=[]),

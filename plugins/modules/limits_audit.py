@@ -220,6 +220,21 @@ job_fit:
     fits: [service]
     short: [login]
     beyond_kernel: null
+problems:
+  description:
+    - What stops a context, or will at its next restart, with its C(file:line) in C(msg) and
+      C(source) - a flag of docker.service that clashes with a key of the daemon.json dockerd
+      reads (the check M(gpufleet.tuning.limits_profile) refuses with); C(state) C(running)
+      (dockerd would refuse to start at its next restart), C(refused) (it has refused to start)
+      or C(stopped). Each is also a warning.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{context: docker, state: running,
+            source: /etc/systemd/system/docker.service.d/override.conf:3,
+            msg: "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to
+                  dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse
+                  to start at its next restart (remove the flag or the key)"}]
 present:
   description: The contexts present on the node (as limits_profile finds them).
   returned: success
@@ -256,6 +271,8 @@ def main():
         module.fail_json(msg=exc.msg, **exc.result)
     for message in warnings:
         module.warn(message)
+    for problem in result['problems']:
+        module.warn('%s: %s' % (problem['context'], problem['msg']))
     module.exit_json(**result)
 
 

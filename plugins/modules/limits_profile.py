@@ -194,9 +194,9 @@ options:
     type: str
     default: 90-gpufleet-tuning.conf
   docker_daemon_json:
-    description: Docker's daemon configuration file.
+    description: Docker's daemon configuration file; left out, the one dockerd reads (docker.service's C(--config-file), else
+      C(/etc/docker/daemon.json)). A path a C(--config-file) flag contradicts is refused naming the flag's C(file:line).
     type: path
-    default: /etc/docker/daemon.json
   podman_dropin:
     description: The containers.conf drop-in for Podman.
     type: path
@@ -484,7 +484,7 @@ def main():
             baseline_user=dict(type='str'),
             pam_path=dict(type='path', default=pp.DEFAULTS['pam_path']),
             dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
-            docker_daemon_json=dict(type='path', default=pp.DEFAULTS['docker_daemon_json']),
+            docker_daemon_json=dict(type='path'),
             podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
             slurm_conf=dict(type='path'),
             slurm_conf_edit=dict(type='bool', default=True),

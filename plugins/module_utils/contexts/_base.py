@@ -42,7 +42,6 @@ class Request(object):
         self.slurm_conf_edit = slurm_conf_edit
         self.containerd_create_spec = containerd_create_spec  # containerd_cri: create base specs
 
-
     def limits_for(self, label, current, ceiling=None):
         """{item: Limit} to write for ``label``: the profile, with every higher value the
         context has now (``current``: {item: (Limit, source)}) kept on the sides the profile
@@ -90,6 +89,11 @@ class Context(object):
     def detect(self, root=''):
         """Is the context present on the node? From files only (no service manager query)."""
         return False
+
+    def target_path(self, root=''):
+        """The file the limits role writes on this node (``target`` unless the node says
+        otherwise)."""
+        return self.target
 
     def owns(self, label):
         """Is ``label`` (a planned change's context: ``pam``, ``unit:NAME``) this context's?"""
@@ -159,6 +163,11 @@ class Context(object):
     def report(self, auditor):
         """(the read-only report of its files, or None when absent; warnings)."""
         return None, []
+
+    def problems(self, report):
+        """[{'source', 'msg', ...}]: what :meth:`report` found that stops the context or will
+        (the audit's and the drift watch's ``problems``)."""
+        return []
 
     def audit_probe(self, report, auditor):
         """Does the audit probe this context?"""

@@ -14,6 +14,7 @@ import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils import dockerd_config
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
@@ -91,7 +92,12 @@ class Docker(Context):
     fallback = 'inherited from containerd'
 
     def detect(self, root=''):
-        return sdpaths.unit_exists(UNIT, root)
+        # the snap's dockerd too: the audit reads its file, the tune refuses it with guidance
+        return sdpaths.unit_exists(UNIT, root) or sdpaths.unit_exists(dockerd_config.SNAP_UNIT,
+                                                                      root)
+
+    def target_path(self, root=''):
+        return dockerd_config.config_file(UNIT, root)['path']
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
@@ -111,9 +117,9 @@ class Docker(Context):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
         from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
         from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
-        path = request.paths[self.path_option]
         found = {}
         try:
+            path = dockerd_config.target(request.paths[self.path_option], UNIT)[0]
             raw, data = dj.read(path)
             text = text_codec.decode_bytes(raw) or ''
             for name, limit in dj.read_ulimits(data, text, path).items():
@@ -166,7 +172,8 @@ class Docker(Context):
         if not (prober.max_age or prober.record):
             return prober.proc(command, self.probe)
         from ansible_collections.gpufleet.tuning.plugins.module_utils import effective, proofs
-        key = proofs.docker_key(command, DAEMON_JSON)
+        daemon_json = dockerd_config.config_file(UNIT)['path']
+        key = proofs.docker_key(command, daemon_json)
         store = proofs.Store()
         kept = store.load(self.probe, key, prober.max_age)
         if kept is not None:
@@ -183,7 +190,7 @@ class Docker(Context):
             limits = effective.parse_probe(output, self.probe)
         except effective.model.LimitError as exc:
             raise effective.ProbeError(str(exc))
-        if prober.record and key and proofs.docker_key(command, DAEMON_JSON) == key:
+        if prober.record and key and proofs.docker_key(command, daemon_json) == key:
             store.store(self.probe, key, output)
         return limits
 
@@ -192,7 +199,15 @@ class Docker(Context):
             return None, []
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
         report = info.docker_report(auditor.host, running=False)
-        return report, ['daemon.json: %s' % p for p in report['problems']]
+        clashes = [c['msg'] for c in report['flag_conflicts']]
+        # a clash is one of the audit's problems (problems()), not a warning as well
+        return report, ['daemon.json: %s' % p for p in report['problems'] if p not in clashes]
+
+    def problems(self, report):
+        """The flags of docker.service that clash with the daemon.json dockerd reads
+        (dj.clashes, the tune's check): dockerd would refuse, or has refused, to start."""
+        return [dict(source=c['source'], msg=c['msg'], state=c['state'])
+                for c in (report or {}).get('flag_conflicts') or []]
 
     def audit_probe(self, report, auditor):
         return report is not None and bool(auditor.params.get(self.image_option))

@@ -149,7 +149,9 @@ def test_docker_info_reports_sources_and_problems(tmp_path, daemon_json):
     assert info['config']['shm_size'] == {'value': '1G', 'bytes': 1024 ** 3,
                                           'source': str(daemon_json) + ':6:3'}
     assert info['config']['live_restore'] is True
-    assert info['problems'] == []
+    assert info['problems'] == [] and info['flag_conflicts'] == []
+    # which file dockerd reads, and why (module_utils/dockerd_config.py)
+    assert set(info['config_file']) == {'path', 'source'}
     daemon_json.write_text('{"a": }')
     info = run_module(tmp_path, 'docker_ulimits_info', {'path': str(daemon_json)})
     assert info['problems'] == [str(daemon_json) + ':1:7: invalid JSON: Expecting value']
