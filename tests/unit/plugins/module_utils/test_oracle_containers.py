@@ -14,7 +14,9 @@ from collections import OrderedDict
 
 import pytest
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 
@@ -81,6 +83,41 @@ def test_go_units_names(name):
         return
     assert m.from_ulimit_string('%s=1:1' % name)[0].name == name
     assert m.ITEMS[name].docker_name == name
+
+
+# ulimit.go: "as" is commented out of ulimitNameMapping ("Disabled since this doesn't seem
+# usable with the way Docker inits a container"), so ParseUlimit says "invalid ulimit type: as";
+# TestGetRlimitBadUlimitName: GetRlimit refuses a name outside the table ("bla"). CRI-O's
+# test/config.bats ("invalid ulimits": crio --default-ulimits doesntexist=2042 fails with
+# "invalid ulimit type: doesntexist"). Every item of ours the table lacks is refused, by name.
+NOT_GO_UNITS = ['as', 'bla', 'doesntexist', 'maxlogins', 'priority', 'nonewprivs']
+
+
+@pytest.mark.parametrize('name', NOT_GO_UNITS)
+def test_go_units_refuses_names_outside_its_table(name):
+    with pytest.raises(m.LimitError, match=name):
+        m.from_ulimit_string('%s=1:1' % name)
+    if name in m.ITEMS:
+        assert m.ITEMS[name].docker_name is None
+
+
+def test_go_units_table_is_every_container_name():
+    """Our items a container runtime takes are exactly go-units' names less rttime."""
+    ours = set(name for name in m.ITEM_NAMES if m.ITEMS[name].docker_name)
+    assert ours == set(GO_UNITS_NAMES) - set(['rttime']) == set(m.GO_UNITS_NAMES) - set(['rttime'])
+    assert set(m.RLIMIT_ITEMS) - ours == set(['as'])
+
+
+def test_as_is_never_written_for_a_container_runtime():
+    """as reaches Docker, Podman and CRI-O through no writer: Podman would refuse the whole
+    containers.conf (validateUlimits), CRI-O would not start, dockerd would hand RLIMIT_AS to the
+    runtime unchecked. The message says so and where to set as instead."""
+    for write in (m.to_docker, m.to_ulimit_string):
+        with pytest.raises(m.LimitError, match='invalid ulimit type: as.*LimitAS='):
+            write('as', L(GiB, GiB))
+    with pytest.raises(m.LimitError, match=r'ulimits\.as: as is not a ulimit name go-units'):
+        ctl.complete_limits({'as': L(GiB, GiB)}, {})
+    assert crio_conf.entries({'as': L(GiB, GiB), 'nofile': L(1, 1)}) == ['nofile=1:1']
 
 
 def test_values_below_minus_one_are_refused_on_purpose():
@@ -155,6 +192,12 @@ DAEMON_JSON_ULIMITS = [
     ('{"nofile": {"Name": "nofile", "Hard": 2}}', None),
     ('{"nofile": {"Name": "nofile", "Soft": null, "Hard": 2}}', None),
     ('{"rttime": {"Name": "rttime", "Soft": 1, "Hard": 2}}', None),
+    # moby daemon/config (no check of default-ulimits names) and daemon/oci_linux.go
+    # withRlimits ("RLIMIT_" + strings.ToUpper(Name)): dockerd starts with any Name and hands it
+    # to the runtime; refused on purpose where go-units' table lacks it (as, as ParseUlimit does)
+    ('{"as": {"Name": "as", "Soft": 1, "Hard": 2}}', None),
+    ('{"AS": {"Name": "AS", "Soft": 1, "Hard": 2}}', None),
+    ('{"bla": {"Name": "bla", "Soft": 1, "Hard": 2}}', None),
 ]
 
 
@@ -283,7 +326,7 @@ def test_podman_validate_ulimits(tmp_path, monkeypatch, value, ok):
 def test_counts():
     assert (len(ULIMIT_CASES), len(GO_UNITS_NAMES), len(FROM_HUMAN_SIZE), len(RAM_IN_BYTES),
             len(DAEMON_JSON_ULIMITS), len(DAEMON_JSON_SHM), len(SLICE_CASES)) \
-        == (24, 15, 68, 24, 17, 12, 15)
+        == (24, 15, 68, 24, 20, 12, 15)
 
 
 def test_append_attribute_is_kept_as_written():
