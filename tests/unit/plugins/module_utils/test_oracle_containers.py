@@ -254,22 +254,23 @@ APPEND_MID = '["7", {append=true}, "8"]'
 APPEND_BACK = '["9", {append=true}]'
 APPEND_FALSE = '["10", {append=false}]'
 
+# (configs, values, Attributes.Append after loading them: TestSliceLoading's expectedAppend)
 SLICE_CASES = [
-    ([CONFIG_DEFAULT], [1, 2, 3]),
-    ([APPEND_FRONT], [4, 5, 6]),
-    ([APPEND_MID], [7, 8]),
-    ([APPEND_BACK], [9]),
-    ([APPEND_FALSE], [10]),
-    ([CONFIG_DEFAULT, APPEND_FRONT], [1, 2, 3, 4, 5, 6]),
-    ([APPEND_FRONT, CONFIG_DEFAULT], [4, 5, 6, 1, 2, 3]),       # sticky
-    ([APPEND_FRONT, CONFIG_DEFAULT, APPEND_BACK], [4, 5, 6, 1, 2, 3, 9]),
-    ([CONFIG_DEFAULT, APPEND_FALSE], [10]),
-    ([CONFIG_DEFAULT, APPEND_MID, APPEND_FALSE], [10]),
-    ([CONFIG_DEFAULT, APPEND_FALSE, APPEND_MID], [10, 7, 8]),
-    (['["1", false]'], 'holds strings only'),
-    (['["1", 42]'], 'holds strings only'),
-    (['["1", {foo=true}]'], 'unsupported key'),
-    (['["1", {append="false"}]'], 'append must be true or false'),
+    ([CONFIG_DEFAULT], [1, 2, 3], None),
+    ([APPEND_FRONT], [4, 5, 6], True),
+    ([APPEND_MID], [7, 8], True),
+    ([APPEND_BACK], [9], True),
+    ([APPEND_FALSE], [10], False),
+    ([CONFIG_DEFAULT, APPEND_FRONT], [1, 2, 3, 4, 5, 6], True),
+    ([APPEND_FRONT, CONFIG_DEFAULT], [4, 5, 6, 1, 2, 3], True),       # sticky
+    ([APPEND_FRONT, CONFIG_DEFAULT, APPEND_BACK], [4, 5, 6, 1, 2, 3, 9], True),
+    ([CONFIG_DEFAULT, APPEND_FALSE], [10], False),
+    ([CONFIG_DEFAULT, APPEND_MID, APPEND_FALSE], [10], False),
+    ([CONFIG_DEFAULT, APPEND_FALSE, APPEND_MID], [10, 7, 8], True),   # re-enabled later
+    (['["1", false]'], 'holds strings only', None),
+    (['["1", 42]'], 'holds strings only', None),
+    (['["1", {foo=true}]'], 'unsupported key', None),
+    (['["1", {append="false"}]'], 'append must be true or false', None),
 ]
 
 
@@ -280,8 +281,8 @@ def _write(root, path, text):
         handle.write(text)
 
 
-@pytest.mark.parametrize('configs,expected', SLICE_CASES)
-def test_attributed_string_slice_across_files(tmp_path, monkeypatch, configs, expected):
+@pytest.mark.parametrize('configs,expected,append', SLICE_CASES)
+def test_attributed_string_slice_across_files(tmp_path, monkeypatch, configs, expected, append):
     monkeypatch.delenv('CONTAINERS_CONF', raising=False)
     for index, array in enumerate(configs):
         _write(tmp_path, '/etc/containers/containers.conf.d/%02d.conf' % index,
@@ -292,6 +293,31 @@ def test_attributed_string_slice_across_files(tmp_path, monkeypatch, configs, ex
     else:
         assert found['problems'] == []
         assert list(found['default_ulimits']) == [NAMES[n - 1] for n in expected]
+        assert found['default_ulimits_append'] is append
+
+
+# What TestSliceLoading's values say of the first file's list: a later file replaces it (it is
+# gone from the values) or only adds to it. overridden_by (overriding_files) and the warning
+# "... so it replaces this value" name exactly the files that replace.
+OVERRIDE_CASES = [
+    ([CONFIG_DEFAULT, APPEND_FRONT], []),
+    ([APPEND_FRONT, CONFIG_DEFAULT], []),                  # sticky: 1, 2, 3 are appended
+    ([APPEND_FRONT, CONFIG_DEFAULT, APPEND_BACK], []),
+    ([CONFIG_DEFAULT, APPEND_FALSE], [1]),
+    ([CONFIG_DEFAULT, APPEND_MID, APPEND_FALSE], [2]),     # 7, 8 are appended, 10 replaces
+    ([CONFIG_DEFAULT, APPEND_FALSE, APPEND_MID], [1]),
+    ([APPEND_FALSE, CONFIG_DEFAULT], [1]),
+]
+
+
+@pytest.mark.parametrize('configs,replacing', OVERRIDE_CASES)
+def test_only_a_replacing_file_overrides(tmp_path, monkeypatch, configs, replacing):
+    monkeypatch.delenv('CONTAINERS_CONF', raising=False)
+    paths = ['/etc/containers/containers.conf.d/%02d.conf' % i for i in range(len(configs))]
+    for path, array in zip(paths, configs):
+        _write(tmp_path, path, '[containers]\ndefault_ulimits = %s\n' % _ulimits(array))
+    assert cc.overriding_files(paths[0], [cc.ULIMITS_KEY], str(tmp_path)) == [
+        (paths[i] + ':2:1', cc.ULIMITS_KEY) for i in replacing]
 
 
 # --- containers/common pkg/config/new.go systemConfigs(): the files root's Podman reads ------
