@@ -13,7 +13,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
-    GO_UNITS_NAMES, ITEMS, UNLIMITED, Limit, LimitError, get_item, is_int)
+    ITEMS, UNLIMITED, Limit, LimitError, get_item, is_int)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.values import check_pair
 
 
