@@ -29,10 +29,7 @@ def complete_limits(requested, current, where='ulimits'):
             soft = old.soft if soft is None else soft
             hard = old.hard if hard is None else hard
         limit = model.Limit(soft, hard)
-        item = model.get_item(name, '%s.%s' % (where, name))
-        if not item.is_rlimit:
-            raise model.LimitError('%s.%s: %s is not a resource limit a container runtime can set'
-                                   % (where, name, name))
+        item = model.container_item(name, '%s.%s' % (where, name))
         model.check_pair(item, limit, '%s.%s' % (where, name))
         result[item.name] = limit
     return result

@@ -426,10 +426,17 @@ def ignored_dropins(root=''):
 
 def effective(root='', dropins=True):
     """What Podman will use: {'default_ulimits': {item: (Limit, 'file:line:col')},
-    'shm_size': (bytes, 'file:line:col') or None, 'files': [...], 'problems': [...]}.
+    'default_ulimits_append': True, False or None, 'shm_size': (bytes, 'file:line:col') or None,
+    'files': [...], 'problems': [...]}.
+
+    ``default_ulimits_append`` is attributedstring.Slice's ``Attributes.Append`` once every file
+    is read (containers/common internal/attributedstring slice_test.go TestSliceLoading): the
+    last ``{append=...}`` any file gave, None when none did. True means a file read after these
+    (a user's own containers.conf) adds to the list instead of replacing it.
 
     A file that cannot be read is reported in problems (Podman itself would refuse it)."""
-    result = {'default_ulimits': OrderedDict(), 'shm_size': None, 'files': [], 'problems': []}
+    result = {'default_ulimits': OrderedDict(), 'default_ulimits_append': None, 'shm_size': None,
+              'files': [], 'problems': []}
     # attributedstring.Slice keeps its append attribute from one file to the next: once a file
     # says {append=true}, later files append too until one says {append=false}.
     sticky_append = None
@@ -454,6 +461,7 @@ def effective(root='', dropins=True):
                 result['shm_size'] = (read_shm(doc, entry), doc.place(entry.value_start))
         except TomlError as exc:
             result['problems'].append(str(exc))
+    result['default_ulimits_append'] = sticky_append
     return result
 
 
@@ -515,16 +523,57 @@ APPEND_NOTE = ('Podman before 5.0 (containers/common before 0.58) refuses a cont
                'whose default_ulimits holds an {append=...} attribute ("incompatible types")')
 
 
-def overriding_files(path, keys, root='', dropins=True):
+def overriding_files(path, keys, root='', dropins=True, text=None):
     """[(file, key)] of config files Podman reads after ``path`` that set one of ``keys`` in
-    [containers] (they would replace what ``path`` sets)."""
+    [containers] and so replace what ``path`` sets.
+
+    A later ``default_ulimits`` read while attributedstring.Slice's append attribute is true
+    (its own ``{append=true}``, or one given before and not turned off by ``{append=false}``:
+    the attribute is sticky, slice_test.go) adds to the list and replaces nothing: it is left
+    out. ``text``: ``path``'s content as planned (None: the file as it is)."""
     files = config_files(root, dropins)
     if path in files:
-        later = files[files.index(path) + 1:]
+        earlier, later = files[:files.index(path)], files[files.index(path) + 1:]
     else:
         later = [f for f in files if os.path.dirname(f) == os.path.dirname(path)
                  and os.path.basename(f) > os.path.basename(path)]
-    return _setting(later, keys, root)
+        earlier = [f for f in files if f not in later]
+    found = _setting(later, keys, root)
+    if ULIMITS_KEY not in keys:
+        return found
+    sticky = _ulimits_attribute(path, root, ulimits_append(earlier, root), text)[0]
+    appending = set()
+    for other in later:
+        sticky, place = _ulimits_attribute(other, root, sticky)
+        if place is not None and sticky:
+            appending.add(place)
+    return [(place, key) for place, key in found
+            if not (key == ULIMITS_KEY and place in appending)]
+
+
+def _ulimits_attribute(path, root, sticky, text=None):
+    """(the append attribute after reading ``path`` (or ``text`` as its content), 'file:line:col'
+    of its default_ulimits or None when it sets none or cannot be read)."""
+    raw = read_bytes(root + path) if text is None else text
+    if raw is None:
+        return sticky, None
+    try:
+        doc = scan(raw, path)
+        entry = doc.get(TABLE, ULIMITS_KEY)
+        if entry is None:
+            return sticky, None
+        append = doc.read_strings(entry)[1]
+    except TomlError:
+        return sticky, None
+    return (append if append is not None else sticky), doc.place(entry.start)
+
+
+def ulimits_append(paths, root='', sticky=None):
+    """attributedstring.Slice's append attribute after reading ``paths`` in order, from
+    ``sticky``: True, False or None (no file gave one)."""
+    for path in paths:
+        sticky = _ulimits_attribute(path, root, sticky)[0]
+    return sticky
 
 
 def _setting(paths, keys, root=''):
@@ -556,13 +605,24 @@ def user_files(home, root=''):
     return files + _dropins(root, os.path.join(base, 'containers.conf.d'))
 
 
-def user_overrides(users, root='', keys=(ULIMITS_KEY, SHM_KEY)):
-    """[{user, source, key}]: users whose own containers.conf sets ``keys`` and so replaces the
-    system default for their Podman. ``users``: [(name, home)]."""
+def user_overrides(users, root='', keys=(ULIMITS_KEY, SHM_KEY), append=None):
+    """[{user, source, key, append}]: users whose own containers.conf sets ``keys`` for their
+    Podman. ``append`` in each: True where that ``default_ulimits`` is read while the append
+    attribute is true (its own ``{append=true}``, or ``append``, the system files' attribute,
+    effective()['default_ulimits_append'], not turned off), so it adds to the system default;
+    False where it replaces it. ``users``: [(name, home)]."""
     found = []
     for name, home in users:
         if not home or home == '/':
             continue
-        for place, key in _setting(user_files(home, root), keys, root):
-            found.append({'user': name, 'source': place, 'key': key})
+        files = user_files(home, root)
+        appending = set()
+        sticky = append
+        for path in files:
+            sticky, place = _ulimits_attribute(path, root, sticky)
+            if place is not None and sticky:
+                appending.add(place)
+        for place, key in _setting(files, keys, root):
+            found.append({'user': name, 'source': place, 'key': key,
+                          'append': key == ULIMITS_KEY and place in appending})
     return found

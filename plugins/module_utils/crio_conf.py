@@ -50,7 +50,7 @@ def entries(limits):
     for name in sorted(limits):
         item = model.ITEMS[name]
         limit = limits[name]
-        if not item.is_rlimit or item.kind not in ('count', 'size', 'time'):
+        if item.docker_name is None or item.kind not in ('count', 'size', 'time'):
             continue
         soft = limit.soft if limit.soft is not None else limit.hard
         hard = limit.hard if limit.hard is not None else limit.soft

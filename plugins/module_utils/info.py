@@ -257,16 +257,19 @@ def podman_report(host=None):
     found = cc.effective(dropins=dropins)
     limits = dict((name, limit) for name, (limit, _src) in found['default_ulimits'].items())
     sources = dict((name, src) for name, (_limit, src) in found['default_ulimits'].items())
-    config = {'default_ulimits': ctl.limits_result(limits, sources), 'shm_size': None}
+    config = {'default_ulimits': ctl.limits_result(limits, sources),
+              'default_ulimits_append': found['default_ulimits_append'], 'shm_size': None}
     if found['shm_size'] is not None:
         config['shm_size'] = {'bytes': found['shm_size'][0], 'source': found['shm_size'][1]}
     ignored = [] if dropins else cc.ignored_dropins()
     notes = ['%s: Podman %s reads no containers.conf.d drop-in (Podman 3.3 and later do), so '
              'this file does not apply' % (path, versions.format_version(version))
              for path in ignored]
-    overrides = cc.user_overrides(_users())
+    overrides = cc.user_overrides(_users(), append=found['default_ulimits_append'])
     notes.extend('%s: %s sets %s for its own Podman (rootless; root too from Podman 5), which '
-                 'replaces the system default for that user' % (o['source'], o['user'], o['key'])
+                 '%s the system default for that user'
+                 % (o['source'], o['user'], o['key'],
+                    'adds to ({append=true})' if o['append'] else 'replaces')
                  for o in overrides)
     return dict(changed=False, files=found['files'], config=config, problems=found['problems'],
                 podman_version=versions.format_version(version) if version else None,

@@ -18,8 +18,8 @@ __metaclass__ = type
 
 # pylint: disable=unused-import
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (  # noqa: F401
-    ITEM_NAMES, ITEMS, RLIMIT_ITEMS, RLIM_INFINITY, UNLIMITED, Item, Limit, LimitError, compare,
-    exceeds, get_item, is_unlimited)
+    GO_UNITS_NAMES, ITEM_NAMES, ITEMS, RLIMIT_ITEMS, RLIM_INFINITY, UNLIMITED, Item, Limit,
+    LimitError, compare, exceeds, get_item, is_unlimited)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.values import (  # noqa: F401
     check_pair, format_human, format_limit, format_size, parse_duration, parse_go_size,
     named_sides, parse_limit, parse_profile, parse_runtime_request, parse_shm_size, parse_size,
@@ -31,6 +31,6 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.model.pam import (
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.systemd import (  # noqa: F401
     from_systemd_config, from_systemd_show, item_from_systemd_key, systemd_key, to_systemd)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.containers import (  # noqa: F401
-    from_docker, from_ulimit_string, to_docker, to_ulimit_string)
+    container_item, from_docker, from_ulimit_string, to_docker, to_ulimit_string)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.proc import (  # noqa: F401
     parse_proc_limits)

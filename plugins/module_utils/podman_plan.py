@@ -72,7 +72,7 @@ def plan_podman(req, host, ceiling=None):
     changed = new_text != doc.text
     keys = [key for key, present in ((cc.ULIMITS_KEY, final), (cc.SHM_KEY, shm_entry))
             if present]
-    for place, key in cc.overriding_files(path, keys, dropins=dropins):
+    for place, key in cc.overriding_files(path, keys, dropins=dropins, text=new_text):
         result['overridden_by'].append(place)
         warnings.append('%s sets %s too and is read after %s, so it replaces this value'
                         % (place, key, path))

@@ -27,7 +27,8 @@ description:
     sets is replaced (with a warning).
   - A list in a later containers.conf file replaces this one (Podman does not merge lists unless
     C({append=true}) is used); the module warns when a drop-in read after this one sets the same
-    key.
+    key and so replaces it (not when that list is read with C({append=true}) in force, its own or
+    a sticky one from an earlier file, and only adds to this one).
   - Podman before 3.3 (Debian 11's 3.0.1) reads no C(containers.conf.d) drop-in (containers/common
     pull request 615). There, a O(path) in C(/etc/containers/containers.conf.d) is replaced by
     C(/etc/containers/containers.conf), edited the same lossless way, with a warning; the version is
@@ -118,7 +119,9 @@ running_containers:
   type: dict
   sample: {"count": 0, "live_restore": null}
 overridden_by:
-  description: Later configuration files that set the same keys (C(file:line:column)).
+  description: >-
+    Later configuration files that set the same keys and so replace them (C(file:line:column)); a C(default_ulimits)
+    read with C({append=true}) in force adds to the list and is not one of them.
   returned: always
   type: list
   elements: str

@@ -79,8 +79,10 @@ ignored:
 user_overrides:
   description: >-
     Users whose own C($HOME/.config/containers/containers.conf) or C(containers.conf.d/*.conf) sets
-    C(default_ulimits) or C(shm_size), which replaces the system default for their Podman (rootless; root too from
-    Podman 5). Each has C(user), C(source) (file:line:col) and C(key).
+    C(default_ulimits) or C(shm_size) for their Podman (rootless; root too from Podman 5). Each has C(user),
+    C(source) (file:line:col), C(key) and C(append): false where the value replaces the system default, true where
+    that C(default_ulimits) is read with Podman's C({append=true}) attribute in force (its own, or one given before
+    and not turned off by C({append=false})), so it adds to the system default.
   returned: always
   type: list
   elements: dict
@@ -99,6 +101,13 @@ config:
       type: dict
       sample: {"nofile": {"soft": 65536, "hard": 65536, "human": "65536:65536",
                "source": "/etc/containers/containers.conf.d/90-gpufleet-tuning.conf:2:20"}}
+    default_ulimits_append:
+      description: >-
+        Podman's C({append=...}) attribute of C(default_ulimits) once every file is read (containers/common
+        attributedstring.Slice C(Attributes.Append)): the last one any file gave (it is sticky from file to
+        file), null when none did. True: a user's own C(default_ulimits) adds to these instead of replacing them.
+      type: bool
+      sample: null
     shm_size:
       description: C(shm_size) in bytes and its source; null when no file sets it.
       type: dict

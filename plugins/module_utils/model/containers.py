@@ -21,10 +21,40 @@ def _docker_side(value):
     return -1 if value == UNLIMITED else value
 
 
+def container_item(name, where='ulimits', unknown_where=None):
+    """The Item of a container runtime's ulimit ``name`` (any letter case), or LimitError saying
+    what the runtimes do with it. The names are go-units' (GO_UNITS_NAMES, docker/go-units
+    ulimit.go ``ulimitNameMapping``), less rttime, which this collection does not manage.
+
+    ``as`` is an item (limits.conf, systemd's LimitAS=) but no ulimit name there: ParseUlimit
+    refuses it ("invalid ulimit type: as"), so ``docker run --ulimit``, ``dockerd
+    --default-ulimit``, Podman (containers/common pkg/config validateUlimits: the whole
+    containers.conf) and CRI-O (``crio --default-ulimits``, crio.conf) refuse it. dockerd does
+    not check the names of daemon.json's ``default-ulimits`` (moby daemon/config: no ulimit
+    validation; daemon/oci_linux.go withRlimits writes ``RLIMIT_`` + the upper-cased Name into
+    every container's OCI spec), so there it is no go-units ulimit either: refused on purpose.
+    ``unknown_where``: the place named for a name that is no item at all (default ``where``)."""
+    lower = name.lower() if isinstance(name, str) else name
+    if lower == 'rttime':
+        raise LimitError('%s: rttime is a limit dockerd knows but gpufleet.tuning does not '
+                         'manage' % where)
+    item = get_item(lower, unknown_where or where)
+    if not item.is_rlimit:
+        raise LimitError('%s: %s is not a resource limit a container runtime can set'
+                         % (where, item.name))
+    if item.docker_name is None:
+        raise LimitError('%s: %s is not a ulimit name go-units knows (docker/go-units ulimit.go '
+                         'leaves it out): docker run --ulimit, dockerd --default-ulimit, Podman '
+                         'and CRI-O refuse it ("invalid ulimit type: %s") and dockerd passes a '
+                         'daemon.json entry unchecked to the runtime; set %s with systemd '
+                         '(Limit%s=) or limits.conf instead'
+                         % (where, item.name, item.name, item.name, item.rlimit))
+    return item
+
+
 def to_docker(item, limit):
     item = ITEMS[item] if isinstance(item, str) else item
-    if not item.is_rlimit:
-        raise LimitError('%s is not a resource limit Docker can set' % item.name)
+    container_item(item.name, item.name)
     if limit.soft is None or limit.hard is None:
         raise LimitError('%s: Docker needs both soft and hard' % item.name)
     return {'Name': item.name, 'Soft': _docker_side(limit.soft), 'Hard': _docker_side(limit.hard)}
@@ -52,7 +82,8 @@ def from_docker(name, entry, where='default-ulimits'):
     that fit an int64. Refused on purpose although dockerd starts with them: a Name that is not
     the entry's key (dockerd sets the rlimit Name says but merges container ulimits by the key),
     a missing or null Soft/Hard (dockerd uses 0), values below -1 (the kernel receives them as
-    huge unsigned numbers) and rttime (not managed by this collection).
+    huge unsigned numbers), rttime (not managed by this collection) and a Name go-units does not
+    know, such as ``as`` (dockerd does not check daemon.json's names; see container_item).
     """
     if not isinstance(entry, dict):
         raise LimitError('%s.%s: must be an object with Name, Soft and Hard' % (where, name))
@@ -65,12 +96,7 @@ def from_docker(name, entry, where='default-ulimits'):
         raise LimitError('%s.%s: "Name" is %r: dockerd would set the %s limit Name gives while '
                          'merging by the key %r; make them the same'
                          % (where, name, entry_name, entry_name, name))
-    if entry_name.lower() == 'rttime':
-        raise LimitError('%s.%s: rttime is a limit dockerd knows but gpufleet.tuning does not '
-                         'manage' % (where, name))
-    item = get_item(entry_name.lower(), where)
-    if not item.is_rlimit:
-        raise LimitError('%s: %s is not a resource limit Docker can set' % (where, name))
+    item = container_item(entry_name, '%s.%s' % (where, name), where)
     sides = []
     for key in ('Soft', 'Hard'):
         found = _go_json_field(entry, key)

@@ -16,6 +16,15 @@ UNLIMITED = 'unlimited'
 RLIM_INFINITY = 2 ** 64 - 1
 
 
+# docker/go-units ulimit.go ``ulimitNameMapping``: the ulimit names ParseUlimit and GetRlimit
+# know, so the names ``docker run --ulimit``, ``dockerd --default-ulimit``, Podman's and CRI-O's
+# ``default_ulimits`` accept. ``as`` is commented out there ("doesn't seem usable with the way
+# Docker inits a container"); ``rttime`` is there but is no item of this collection.
+GO_UNITS_NAMES = frozenset(('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue',
+                            'nice', 'nofile', 'nproc', 'rss', 'rtprio', 'rttime', 'sigpending',
+                            'stack'))
+
+
 class LimitError(errors.Error, ValueError):
     """A value, item or pair the model cannot accept. The message names what is wrong."""
 
@@ -43,7 +52,9 @@ class Item(object):
 
     @property
     def docker_name(self):
-        return self.name if self.is_rlimit else None
+        """The ulimit name Docker, Podman and CRI-O take for this item, or None (GO_UNITS_NAMES:
+        ``as`` and the items that are no rlimit have none)."""
+        return self.name if self.name in GO_UNITS_NAMES else None
 
     def __repr__(self):
         return 'Item(%r)' % self.name

@@ -215,7 +215,9 @@ def _sd_time_usec(text):
 
 
 def _sd_side(item, text):
-    if text == 'infinity':
+    # rlimit-util.c rlimit_parse_table: every parser but rlimit_parse_nice takes "infinity"
+    # (RLIM_INFINITY); LimitNICE=infinity is "Failed to parse resource value, ignoring".
+    if text == 'infinity' and item.kind != 'nice':
         return UNLIMITED
     if item.kind == 'size' or item.name == 'msgqueue':
         value = _sd_size(text)
@@ -225,6 +227,8 @@ def _sd_side(item, text):
             return UNLIMITED
         value = (usec + 10 ** 6 - 1) // 10 ** 6
     elif item.kind == 'nice':
+        # rlimit_parse_nice: "+N" a nice level 0..19, "-N" one of -20..-0, else the raw
+        # RLIMIT_NICE value 0..40 (safe_atou64); no "infinity".
         if text.startswith('+'):
             value = _sd_u64(text[1:])
             if value >= 20:
@@ -254,7 +258,8 @@ def from_systemd_config(item, text, where='value'):
     higher than hard limit, ignoring" and keeps the earlier value. Accepts what systemd accepts
     and a lenient reader would not: ``0x100``, ``0o11``, ``0b11`` and ``010`` (octal) counts,
     ``1.5K`` and ``1G 512M``
-    sizes, suffixed msgqueue sizes, ``1h30min`` and ``1500ms`` (rounded up) for cpu.
+    sizes, suffixed msgqueue sizes, ``1h30min`` and ``1500ms`` (rounded up) for cpu. Refuses
+    ``infinity`` for nice only, as systemd's rlimit_parse_nice does.
     """
     item = ITEMS[item] if isinstance(item, str) else item
     text = text.strip(_SD_WS)

@@ -202,9 +202,18 @@ def test_effective_follows_podman_order_and_names_the_source(tmp_path, monkeypat
         ('core', (Limit(0, 0), '/etc/containers/containers.conf.d/95-vendor.conf:2:20'))])
     assert found['shm_size'] == (64 * 1000 ** 2, '/usr/share/containers/containers.conf:3:12')
     assert found['problems'] == []
+    assert found['default_ulimits_append'] is True
+    # 95-vendor's {append=true} adds core to our list and replaces nothing (nofile and nproc
+    # stay ours, as found shows): it is no override
+    assert cc.overriding_files(dropin, ['default_ulimits'], root) == []
+    assert cc.overriding_files(dropin, ['shm_size'], root) == []
+    write(tmp_path, '/etc/containers/containers.conf.d/95-vendor.conf',
+          '[containers]\ndefault_ulimits = ["core=0:0"]\n')
     assert cc.overriding_files(dropin, ['default_ulimits'], root) == [
         ('/etc/containers/containers.conf.d/95-vendor.conf:2:1', 'default_ulimits')]
-    assert cc.overriding_files(dropin, ['shm_size'], root) == []
+    # our own {append=true} is sticky: the later plain list appends too
+    assert cc.overriding_files(dropin, ['default_ulimits'], root, text=(
+        '[containers]\ndefault_ulimits = ["nofile=10:20", {append=true}]\n')) == []
 
 
 def test_effective_reports_unreadable_files(tmp_path, monkeypatch):

@@ -14,7 +14,9 @@ from collections import OrderedDict
 
 import pytest
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
 
@@ -81,6 +83,41 @@ def test_go_units_names(name):
         return
     assert m.from_ulimit_string('%s=1:1' % name)[0].name == name
     assert m.ITEMS[name].docker_name == name
+
+
+# ulimit.go: "as" is commented out of ulimitNameMapping ("Disabled since this doesn't seem
+# usable with the way Docker inits a container"), so ParseUlimit says "invalid ulimit type: as";
+# TestGetRlimitBadUlimitName: GetRlimit refuses a name outside the table ("bla"). CRI-O's
+# test/config.bats ("invalid ulimits": crio --default-ulimits doesntexist=2042 fails with
+# "invalid ulimit type: doesntexist"). Every item of ours the table lacks is refused, by name.
+NOT_GO_UNITS = ['as', 'bla', 'doesntexist', 'maxlogins', 'priority', 'nonewprivs']
+
+
+@pytest.mark.parametrize('name', NOT_GO_UNITS)
+def test_go_units_refuses_names_outside_its_table(name):
+    with pytest.raises(m.LimitError, match=name):
+        m.from_ulimit_string('%s=1:1' % name)
+    if name in m.ITEMS:
+        assert m.ITEMS[name].docker_name is None
+
+
+def test_go_units_table_is_every_container_name():
+    """Our items a container runtime takes are exactly go-units' names less rttime."""
+    ours = set(name for name in m.ITEM_NAMES if m.ITEMS[name].docker_name)
+    assert ours == set(GO_UNITS_NAMES) - set(['rttime']) == set(m.GO_UNITS_NAMES) - set(['rttime'])
+    assert set(m.RLIMIT_ITEMS) - ours == set(['as'])
+
+
+def test_as_is_never_written_for_a_container_runtime():
+    """as reaches Docker, Podman and CRI-O through no writer: Podman would refuse the whole
+    containers.conf (validateUlimits), CRI-O would not start, dockerd would hand RLIMIT_AS to the
+    runtime unchecked. The message says so and where to set as instead."""
+    for write in (m.to_docker, m.to_ulimit_string):
+        with pytest.raises(m.LimitError, match='invalid ulimit type: as.*LimitAS='):
+            write('as', L(GiB, GiB))
+    with pytest.raises(m.LimitError, match=r'ulimits\.as: as is not a ulimit name go-units'):
+        ctl.complete_limits({'as': L(GiB, GiB)}, {})
+    assert crio_conf.entries({'as': L(GiB, GiB), 'nofile': L(1, 1)}) == ['nofile=1:1']
 
 
 def test_values_below_minus_one_are_refused_on_purpose():
@@ -155,6 +192,12 @@ DAEMON_JSON_ULIMITS = [
     ('{"nofile": {"Name": "nofile", "Hard": 2}}', None),
     ('{"nofile": {"Name": "nofile", "Soft": null, "Hard": 2}}', None),
     ('{"rttime": {"Name": "rttime", "Soft": 1, "Hard": 2}}', None),
+    # moby daemon/config (no check of default-ulimits names) and daemon/oci_linux.go
+    # withRlimits ("RLIMIT_" + strings.ToUpper(Name)): dockerd starts with any Name and hands it
+    # to the runtime; refused on purpose where go-units' table lacks it (as, as ParseUlimit does)
+    ('{"as": {"Name": "as", "Soft": 1, "Hard": 2}}', None),
+    ('{"AS": {"Name": "AS", "Soft": 1, "Hard": 2}}', None),
+    ('{"bla": {"Name": "bla", "Soft": 1, "Hard": 2}}', None),
 ]
 
 
@@ -211,22 +254,23 @@ APPEND_MID = '["7", {append=true}, "8"]'
 APPEND_BACK = '["9", {append=true}]'
 APPEND_FALSE = '["10", {append=false}]'
 
+# (configs, values, Attributes.Append after loading them: TestSliceLoading's expectedAppend)
 SLICE_CASES = [
-    ([CONFIG_DEFAULT], [1, 2, 3]),
-    ([APPEND_FRONT], [4, 5, 6]),
-    ([APPEND_MID], [7, 8]),
-    ([APPEND_BACK], [9]),
-    ([APPEND_FALSE], [10]),
-    ([CONFIG_DEFAULT, APPEND_FRONT], [1, 2, 3, 4, 5, 6]),
-    ([APPEND_FRONT, CONFIG_DEFAULT], [4, 5, 6, 1, 2, 3]),       # sticky
-    ([APPEND_FRONT, CONFIG_DEFAULT, APPEND_BACK], [4, 5, 6, 1, 2, 3, 9]),
-    ([CONFIG_DEFAULT, APPEND_FALSE], [10]),
-    ([CONFIG_DEFAULT, APPEND_MID, APPEND_FALSE], [10]),
-    ([CONFIG_DEFAULT, APPEND_FALSE, APPEND_MID], [10, 7, 8]),
-    (['["1", false]'], 'holds strings only'),
-    (['["1", 42]'], 'holds strings only'),
-    (['["1", {foo=true}]'], 'unsupported key'),
-    (['["1", {append="false"}]'], 'append must be true or false'),
+    ([CONFIG_DEFAULT], [1, 2, 3], None),
+    ([APPEND_FRONT], [4, 5, 6], True),
+    ([APPEND_MID], [7, 8], True),
+    ([APPEND_BACK], [9], True),
+    ([APPEND_FALSE], [10], False),
+    ([CONFIG_DEFAULT, APPEND_FRONT], [1, 2, 3, 4, 5, 6], True),
+    ([APPEND_FRONT, CONFIG_DEFAULT], [4, 5, 6, 1, 2, 3], True),       # sticky
+    ([APPEND_FRONT, CONFIG_DEFAULT, APPEND_BACK], [4, 5, 6, 1, 2, 3, 9], True),
+    ([CONFIG_DEFAULT, APPEND_FALSE], [10], False),
+    ([CONFIG_DEFAULT, APPEND_MID, APPEND_FALSE], [10], False),
+    ([CONFIG_DEFAULT, APPEND_FALSE, APPEND_MID], [10, 7, 8], True),   # re-enabled later
+    (['["1", false]'], 'holds strings only', None),
+    (['["1", 42]'], 'holds strings only', None),
+    (['["1", {foo=true}]'], 'unsupported key', None),
+    (['["1", {append="false"}]'], 'append must be true or false', None),
 ]
 
 
@@ -237,8 +281,8 @@ def _write(root, path, text):
         handle.write(text)
 
 
-@pytest.mark.parametrize('configs,expected', SLICE_CASES)
-def test_attributed_string_slice_across_files(tmp_path, monkeypatch, configs, expected):
+@pytest.mark.parametrize('configs,expected,append', SLICE_CASES)
+def test_attributed_string_slice_across_files(tmp_path, monkeypatch, configs, expected, append):
     monkeypatch.delenv('CONTAINERS_CONF', raising=False)
     for index, array in enumerate(configs):
         _write(tmp_path, '/etc/containers/containers.conf.d/%02d.conf' % index,
@@ -249,6 +293,31 @@ def test_attributed_string_slice_across_files(tmp_path, monkeypatch, configs, ex
     else:
         assert found['problems'] == []
         assert list(found['default_ulimits']) == [NAMES[n - 1] for n in expected]
+        assert found['default_ulimits_append'] is append
+
+
+# What TestSliceLoading's values say of the first file's list: a later file replaces it (it is
+# gone from the values) or only adds to it. overridden_by (overriding_files) and the warning
+# "... so it replaces this value" name exactly the files that replace.
+OVERRIDE_CASES = [
+    ([CONFIG_DEFAULT, APPEND_FRONT], []),
+    ([APPEND_FRONT, CONFIG_DEFAULT], []),                  # sticky: 1, 2, 3 are appended
+    ([APPEND_FRONT, CONFIG_DEFAULT, APPEND_BACK], []),
+    ([CONFIG_DEFAULT, APPEND_FALSE], [1]),
+    ([CONFIG_DEFAULT, APPEND_MID, APPEND_FALSE], [2]),     # 7, 8 are appended, 10 replaces
+    ([CONFIG_DEFAULT, APPEND_FALSE, APPEND_MID], [1]),
+    ([APPEND_FALSE, CONFIG_DEFAULT], [1]),
+]
+
+
+@pytest.mark.parametrize('configs,replacing', OVERRIDE_CASES)
+def test_only_a_replacing_file_overrides(tmp_path, monkeypatch, configs, replacing):
+    monkeypatch.delenv('CONTAINERS_CONF', raising=False)
+    paths = ['/etc/containers/containers.conf.d/%02d.conf' % i for i in range(len(configs))]
+    for path, array in zip(paths, configs):
+        _write(tmp_path, path, '[containers]\ndefault_ulimits = %s\n' % _ulimits(array))
+    assert cc.overriding_files(paths[0], [cc.ULIMITS_KEY], str(tmp_path)) == [
+        (paths[i] + ':2:1', cc.ULIMITS_KEY) for i in replacing]
 
 
 # --- containers/common pkg/config/new.go systemConfigs(): the files root's Podman reads ------
@@ -283,7 +352,7 @@ def test_podman_validate_ulimits(tmp_path, monkeypatch, value, ok):
 def test_counts():
     assert (len(ULIMIT_CASES), len(GO_UNITS_NAMES), len(FROM_HUMAN_SIZE), len(RAM_IN_BYTES),
             len(DAEMON_JSON_ULIMITS), len(DAEMON_JSON_SHM), len(SLICE_CASES)) \
-        == (24, 15, 68, 24, 17, 12, 15)
+        == (24, 15, 68, 24, 20, 12, 15)
 
 
 def test_append_attribute_is_kept_as_written():

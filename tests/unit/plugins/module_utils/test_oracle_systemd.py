@@ -147,7 +147,48 @@ TIME_UTIL_CASES = [
     ('cpu', '1.1111111111111y', L(35064000, 35064000)),
 ]
 
+# src/basic/rlimit-util.c rlimit_parse_table: rlimit_parse() reads each side with the parser of
+# its resource: rlimit_parse_sec (cpu), rlimit_parse_size (base-1024 suffixes: fsize, data,
+# stack, core, rss, as, memlock, msgqueue), rlimit_parse_u64 (nofile, nproc, locks,
+# sigpending, rtprio), rlimit_parse_nice (nice) and rlimit_parse_usec (rttime, not modelled).
+# Every parser but rlimit_parse_nice starts with streq(val, "infinity"): LimitNICE=infinity is
+# refused (and so is any side of it), where every other item reads it as RLIM_INFINITY.
+RLIMIT_PARSE_TABLE = 'src/basic/rlimit-util.c'
+PARSE_TABLE = {'cpu': 'sec', 'fsize': 'size', 'data': 'size', 'stack': 'size', 'core': 'size',
+               'rss': 'size', 'nofile': 'u64', 'as': 'size', 'nproc': 'u64', 'memlock': 'size',
+               'locks': 'u64', 'sigpending': 'u64', 'msgqueue': 'size', 'nice': 'nice',
+               'rtprio': 'u64'}
+RLIMIT_TABLE_CASES = (
+    [(name, 'infinity', None if kind == 'nice' else L(U, U))
+     for name, kind in sorted(PARSE_TABLE.items())]
+    + [(name, '2K', {'size': L(2 * K, 2 * K), 'sec': None}.get(kind))
+       for name, kind in sorted(PARSE_TABLE.items())]
+    + [
+        ('nice', 'infinity:infinity', None),
+        ('nice', '0:infinity', None),
+        ('nice', '+0:infinity', None),
+        ('nice', '5: 10', L(5, 10)),       # the hard side " 10" is raw: safe_atou64 skips blanks
+        ('nice', '5: -10', None),          # " -10" is raw too, and negative
+        ('nice', '-3:-5', L(23, 25)),
+        ('nice', '+0x5', L(15, 15)),
+        ('cpu', '5:infinity', L(5, U)),
+        ('cpu', '5: infinity', L(5, U)),   # parse_sec skips blanks, then reads infinity
+        ('memlock', '5: infinity', None),  # rlimit_parse_size compares with streq only
+        ('nofile', '5: infinity', None),
+        ('nofile', ':5', None),
+        ('nofile', '5:', None),
+        ('nofile', '5 :6', None),
+        ('nofile', '5: 6', L(5, 6)),
+        ('nofile', '0', L(0, 0)),
+        ('cpu', '0', L(0, 0)),
+        ('memlock', '1k', None),           # parse_size's suffixes are upper case (and B)
+        ('memlock', '1e3', None),
+        ('cpu', '1e3', None),
+        ('nofile', 'Infinity', None),
+    ])
+
 CASES = ([(RLIMIT_UTIL,) + row for row in RLIMIT_CASES]
+         + [(RLIMIT_PARSE_TABLE,) + row for row in RLIMIT_TABLE_CASES]
          + [(PARSE_UTIL,) + row for row in PARSE_UTIL_CASES]
          + [(TIME_UTIL,) + row for row in TIME_UTIL_CASES])
 
@@ -210,5 +251,17 @@ def test_systemd_exec_rttime_is_refused_on_purpose():
 
 
 def test_counts():
-    assert (len(RLIMIT_CASES), len(PARSE_UTIL_CASES), len(TIME_UTIL_CASES), len(EXEC_TABLE)) \
-        == (21, 38, 41, 15)
+    assert (len(RLIMIT_CASES), len(RLIMIT_TABLE_CASES), len(PARSE_UTIL_CASES),
+            len(TIME_UTIL_CASES), len(EXEC_TABLE)) == (21, 51, 38, 41, 15)
+
+
+@pytest.mark.parametrize('item', sorted(PARSE_TABLE))
+def test_rlimit_format_round_trip(item):
+    """test_rlimit_parse_format_one(): what rlimit_format() writes, rlimit_parse() reads back.
+    Our to_systemd output is read back by the same grammar for every item; nice, which has no
+    infinity, is written as raw values (0..40)."""
+    kind = PARSE_TABLE[item]
+    values = [L(1, 40), L(0, 0), L(20, 20)] if kind == 'nice' else \
+        [L(4, 5), L(6, 6), L(8, U), L(U, U)]
+    for limit in values:
+        assert m.from_systemd_config(item, m.to_systemd(item, limit)) == limit

@@ -101,10 +101,13 @@ def test_user_overrides(tmp_path):
     found = cc.user_overrides([('ana', '/home/ana'), ('bo', '/home/bo'), ('nobody', '/')], root)
     assert found == [
         {'user': 'ana', 'source': '/home/ana/.config/containers/containers.conf:4:1',
-         'key': 'shm_size'},
+         'key': 'shm_size', 'append': False},
         {'user': 'ana',
          'source': '/home/ana/.config/containers/containers.conf.d/50-nofile.conf:2:1',
-         'key': 'default_ulimits'}]
+         'key': 'default_ulimits', 'append': False}]
+    # the system files' {append=true} is sticky into the user's files: ana's list adds to them
+    found = cc.user_overrides([('ana', '/home/ana')], root, append=True)
+    assert [o['append'] for o in found] == [False, True]
 
 
 def test_podman_version_from_dpkg_status(tmp_path):

@@ -237,3 +237,4 @@ def test_podman_info_reads_the_given_config(tmp_path):
     assert info['config']['default_ulimits']['nofile'] == {
         'soft': 10, 'hard': 20, 'human': '10:20', 'source': str(conf) + ':2:20'}
     assert info['config']['shm_size'] == {'bytes': 10 ** 9, 'source': str(conf) + ':3:12'}
+    assert info['config']['default_ulimits_append'] is None     # no {append=...} given
