@@ -42,40 +42,39 @@ _VARIABLE = [
     (re.compile(r'\b\d+(?:\.\d+)*\b'), 'N'),
 ]
 
-# (status, kind, patterns): the first kind of a status whose pattern is in the message (lower
-# case) names its group; specific causes come before the generic ones that wrap them (a stopped
-# container is reported as a temporary directory that could not be made).
-KINDS = [
-    ('unreachable', 'ssh connection refused', ('connection refused',)),
-    ('unreachable', 'ssh host key', ('host key verification failed', 'host identification has',
-                                     'host key for', 'no matching host key')),
-    ('unreachable', 'ssh auth', ('permission denied (', 'authentication failed',
-                                 'too many authentication failures', 'invalid/incorrect password',
-                                 'permission denied, please try again')),
-    ('unreachable', 'name resolution', ('could not resolve hostname', 'name or service not known',
-                                        'temporary failure in name resolution',
-                                        'nodename nor servname')),
-    ('unreachable', 'no route to host', ('no route to host', 'network is unreachable',
-                                         'host is down')),
-    ('unreachable', 'container not running', ('is not running', 'no such container',
-                                              'container not found')),
-    ('unreachable', 'ssh timed out', ('timed out', 'timeout')),
-    ('unreachable', 'connection closed', ('connection closed', 'connection reset',
-                                          'kex_exchange_identification', 'broken pipe')),
-    ('unreachable', 'remote temp directory', ('failed to create temporary directory',)),
-    ('failed', 'become (sudo)', ('missing sudo password', 'a password is required',
-                                 'incorrect sudo password', 'sudo: ', 'become')),
-    ('failed', 'python missing', ('python: not found', 'python3: not found',
-                                  'interpreter discovery', 'no python interpreter',
-                                  'python: command not found', 'python3: command not found',
-                                  'you probably need to set the interpreter',
-                                  '/usr/bin/python: no such file')),
-    ('failed', 'module failure', ('module failure', 'traceback (most recent call last)',
-                                  'module_stderr')),
-    ('failed', 'timed out', ('timed out', 'timeout')),
-    ('failed', 'bad input', ('audit failed: job.', 'audit failed: profile.',
-                             'audit failed: probe_max_age', 'audit failed: user: ')),
-]
+# status -> [(kind, patterns)]: the first kind of a status with one of its patterns ('|'
+# between them) in the message (lower case) names its group; specific causes come before the
+# generic ones that wrap them (a stopped container is reported as a temporary directory that
+# could not be made).
+KINDS = {
+    'unreachable': [
+        ('ssh connection refused', 'connection refused'),
+        ('ssh host key', 'host key verification failed|host identification has|host key for'
+                         '|no matching host key'),
+        ('ssh auth', 'permission denied (|authentication failed|too many authentication failures'
+                     '|invalid/incorrect password|permission denied, please try again'),
+        ('name resolution', 'could not resolve hostname|name or service not known'
+                            '|temporary failure in name resolution|nodename nor servname'),
+        ('no route to host', 'no route to host|network is unreachable|host is down'),
+        ('container not running', 'is not running|no such container|container not found'),
+        ('ssh timed out', 'timed out|timeout'),
+        ('connection closed', 'connection closed|connection reset|kex_exchange_identification'
+                              '|broken pipe'),
+        ('remote temp directory', 'failed to create temporary directory'),
+    ],
+    'failed': [
+        ('become (sudo)', 'missing sudo password|a password is required|incorrect sudo password'
+                          '|sudo: |become'),
+        ('python missing', 'python: not found|python3: not found|interpreter discovery'
+                           '|no python interpreter|python: command not found'
+                           '|python3: command not found|you probably need to set the interpreter'
+                           '|/usr/bin/python: no such file'),
+        ('module failure', 'module failure|traceback (most recent call last)|module_stderr'),
+        ('timed out', 'timed out|timeout'),
+        ('bad input', 'audit failed: job.|audit failed: profile.|audit failed: probe_max_age'
+                      '|audit failed: user: '),
+    ],
+}
 
 
 def normalise(message):
@@ -104,8 +103,8 @@ def classify(message):
     text = ' '.join(str(message).split())
     lowered = text.lower()
     status = 'unreachable' if lowered.startswith('unreachable') else 'failed'
-    for kind_status, kind, patterns in KINDS:
-        if kind_status == status and any(p in lowered for p in patterns):
+    for kind, patterns in KINDS[status]:
+        if any(pattern in lowered for pattern in patterns.split('|')):
             return status, kind
     return status, 'other'
 
