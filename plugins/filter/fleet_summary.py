@@ -29,7 +29,16 @@ def fleet_summary_text(summary, markdown=False):
     return '\n'.join(fs.lines(summary, bool(markdown)))
 
 
+def audit_table_text(rows, show='gaps', full=''):
+    """The audit's per-host table for the terminal (audit_show: the gaps only, or all rows),
+    led by the count of gaps and where the full table is, as one block of text."""
+    try:
+        return '\n'.join(fs.table_lines(rows, str(show), str(full or '')))
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 class FilterModule(object):
     def filters(self):
         return {'fleet_summary': fleet_summary, 'fleet_summary_lines': fleet_summary_lines,
-                'fleet_summary_text': fleet_summary_text}
+                'fleet_summary_text': fleet_summary_text, 'audit_table_text': audit_table_text}

@@ -124,14 +124,19 @@ def from_public(limits):
                 for item, entry in (limits or {}).items())
 
 
-def gap_table(gap_list, pending=None):
-    """A plain-text table context x item -> expected / actual, for failure messages."""
-    rows = [('context', 'item', 'expected', 'actual', 'below')]
+def gap_table(gap_list, pending=None, sources=None):
+    """A plain-text table context x item -> expected / actual, for failure messages; with
+    ``sources`` ({(context, item): text}, the limits role's gap_sources) a last column
+    ``source`` gives each row's cause."""
+    rows = [('context', 'item', 'expected', 'actual', 'below')
+            + (('source',) if sources is not None else ())]
     for gap in gap_list:
         rows.append((gap['context'], gap['item'], human_limit(gap['item'], gap['expected']),
                      human_limit(gap['item'], gap['actual']),
                      '+'.join(gap.get('sides', [])) + (' (pending restart)' if pending and
-                                                       gap['context'] in pending else '')))
+                                                       gap['context'] in pending else ''))
+                    + ((sources.get((gap['context'], gap['item'])) or '?',)
+                       if sources is not None else ()))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return '\n'.join('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
                      for row in rows)

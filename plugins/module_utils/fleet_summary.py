@@ -6,9 +6,14 @@
 At 1,000 hosts a per-host table is unreadable; the summary says, for each context and item that
 any host is short of, how many hosts are short, grouped by what they have (the actual soft:hard
 value and the side that is short) and why (the source of the value), with the host names folded
-into ranges (``gpu-[001-040,042]``). Hosts that could not be audited and contexts that could not
-be probed are grouped by their reason the same way. Generic over contexts and items: whatever
+into ranges (``gpu-[001-040,042]``). Hosts that could not be audited are grouped by the kind of
+failure (:func:`classify`: ssh connection refused, timed out, host key, ...; from the message
+with its variable parts, temporary paths, PIDs, addresses and host names, normalised away), one
+line per kind with the hosts and one short example message; contexts that could not be probed
+are grouped by their normalised reason the same way. Generic over contexts and items: whatever
 the audit module reports is summarised, in the order of how many hosts it affects.
+:func:`table_lines` is the per-host table for the terminal: the gaps only by default, with
+their count, the full table being in the reports.
 
 Input: the report's ``hosts`` mapping, ``{host: {audited, rows, errors}}`` where ``rows`` are
 limits_audit's rows (context, item, actual, expected, gap, source) and ``errors`` its errors
@@ -21,6 +26,101 @@ __metaclass__ = type
 import re
 
 _NUMBERED = re.compile(r'^(.*?)(\d+)(\D*)$')
+
+#: how long an example message may be in the summary
+EXAMPLE_CHARS = 160
+
+# The variable parts of a failure message, in the order they are replaced (normalise()).
+_VARIABLE = [
+    (re.compile(r'ansible-tmp-[\w.-]+'), 'ansible-tmp-N'),
+    (re.compile(r'(?:~|\$HOME|/[\w.@+-]+)*/\.ansible/tmp\b[\w./-]*'), 'TMP'),
+    (re.compile(r'/(?:tmp|var/tmp|dev/shm|run/user/\d+)/[\w./@+-]*'), 'TMP'),
+    (re.compile(r'\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b'), 'IP'),
+    (re.compile(r'\b(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}\b', re.I), 'IP'),
+    (re.compile(r'\b[0-9a-f]{12,64}\b', re.I), 'ID'),
+    (re.compile(r'\b[\w-]+@[\w.-]+'), 'USER@HOST'),
+    (re.compile(r'\b\d+(?:\.\d+)*\b'), 'N'),
+]
+
+# status -> [(kind, patterns)]: the first kind of a status with one of its patterns ('|'
+# between them) in the message (lower case) names its group; specific causes come before the
+# generic ones that wrap them (a stopped container is reported as a temporary directory that
+# could not be made).
+KINDS = {
+    'unreachable': [
+        ('ssh connection refused', 'connection refused'),
+        ('ssh host key', 'host key verification failed|host identification has|host key for'
+                         '|no matching host key'),
+        ('ssh auth', 'permission denied (|authentication failed|too many authentication failures'
+                     '|invalid/incorrect password|permission denied, please try again'),
+        ('name resolution', 'could not resolve hostname|name or service not known'
+                            '|temporary failure in name resolution|nodename nor servname'),
+        ('no route to host', 'no route to host|network is unreachable|host is down'),
+        ('container not running', 'is not running|no such container|container not found'),
+        ('ssh timed out', 'timed out|timeout'),
+        ('connection closed', 'connection closed|connection reset|kex_exchange_identification'
+                              '|broken pipe'),
+        ('remote temp directory', 'failed to create temporary directory'),
+    ],
+    'failed': [
+        ('become (sudo)', 'missing sudo password|a password is required|incorrect sudo password'
+                          '|sudo: |become'),
+        ('python missing', 'python: not found|python3: not found|interpreter discovery'
+                           '|no python interpreter|python: command not found'
+                           '|python3: command not found|you probably need to set the interpreter'
+                           '|/usr/bin/python: no such file'),
+        ('module failure', 'module failure|traceback (most recent call last)|module_stderr'),
+        ('timed out', 'timed out|timeout'),
+        ('bad input', 'audit failed: job.|audit failed: profile.|audit failed: probe_max_age'
+                      '|audit failed: user: '),
+    ],
+}
+
+
+def normalise(message):
+    """``message`` with its variable parts (temporary paths, addresses, IDs, user@host, PIDs
+    and other numbers) replaced by placeholders and blanks collapsed: what groups hosts that
+    failed the same way. ``hosts``: names replaced by HOST first (normalise_for())."""
+    text = ' '.join(str(message).split())
+    for pattern, placeholder in _VARIABLE:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
+def normalise_for(message, host):
+    """normalise() after the host's own name (and its short name) is replaced by HOST."""
+    text = str(message)
+    for name in sorted(set([host, host.split('.')[0]]), key=len, reverse=True):
+        if len(name) > 1:
+            text = re.sub(r'(?<![\w.-])%s(?![\w-])' % re.escape(name), 'HOST', text)
+    return normalise(text)
+
+
+def classify(message):
+    """(status, kind) of a not-audited host's message (audit_report.not_audited_reason:
+    'unreachable: MSG' or 'audit failed: MSG'): the status from its prefix, the kind from
+    KINDS, else 'other' (grouped by the normalised message)."""
+    text = ' '.join(str(message).split())
+    lowered = text.lower()
+    status = 'unreachable' if lowered.startswith('unreachable') else 'failed'
+    for kind, patterns in KINDS[status]:
+        if any(pattern in lowered for pattern in patterns.split('|')):
+            return status, kind
+    return status, 'other'
+
+
+# Ansible's text around a command that could not make its temporary directory: the command
+# (with the temporary path) and the advice are left out of an example, the cause kept.
+_TMP_DIR_FAILURE = re.compile(r'(Failed to create temporary directory)\..*?exited with result '
+                              r'(\d+)(?:, std(?:out|err) output: ?)?')
+
+
+def example(message, limit=EXAMPLE_CHARS):
+    """A message on one line, cut to ``limit`` characters ('...' where cut); of a temporary
+    directory that could not be made, the cause without the command and the advice."""
+    text = ' '.join(str(message).split())
+    text = _TMP_DIR_FAILURE.sub(lambda m: '%s (exited %s): ' % m.groups(), text).rstrip(': ')
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + '...'
 
 
 def _natural(name):
@@ -79,11 +179,25 @@ def fold_hosts(names, limit=12):
     return ', '.join(shown) + (' (+%d more hosts)' % hidden if hidden else '')
 
 
+def _first(found):
+    """The (host, message) of the first host by name (the group's example)."""
+    return min(found, key=lambda pair: _natural(pair[0]))
+
+
+def _unaudited_group(status, kind, found, limit):
+    """One kind of not-audited hosts: status, kind, why ('STATUS: KIND'), count, hosts
+    (folded) and example (the first host's message, one line, cut to EXAMPLE_CHARS)."""
+    return dict(status=status, kind=kind, why='%s: %s' % (status, kind), count=len(found),
+                hosts=fold_hosts([host for host, _m in found], limit),
+                example=example(_first(found)[1]))
+
+
 def build(hosts, limit=12):
     """The summary of an audit report's ``hosts`` mapping (see the module docstring):
     {hosts, audited, short_hosts, items: [{context, item, short, of, groups: [{actual, gap,
-    source, count, hosts}]}], unaudited: [{why, count, hosts}], unprobed: [{context, why,
-    count, hosts}], reused: [{context, count, hosts, oldest}]}, items and groups sorted by how
+    source, count, hosts}]}], unaudited: [{status, kind, why, count, hosts, example}],
+    unprobed: [{context, why, count, hosts}], reused: [{context, count, hosts, oldest}]}, items
+    and groups sorted by how
     many hosts they hold; ``reused``: the contexts whose rows came from an earlier probe
     (limits_audit's probe_max_age), with the oldest proof's time."""
     hosts = hosts or {}
@@ -92,12 +206,16 @@ def build(hosts, limit=12):
     for host, report in hosts.items():
         report = report or {}
         if not report.get('audited', True):
-            for error in report.get('errors') or [{'msg': 'not audited'}]:
-                unaudited.setdefault(error.get('msg', 'not audited'), []).append(host)
+            for error in (report.get('errors') or [{'msg': 'not audited'}])[:1]:
+                message = str(error.get('msg', 'not audited'))
+                status, kind = classify(message)
+                key = (status, kind, normalise_for(message, host) if kind == 'other' else '')
+                unaudited.setdefault(key, []).append((host, message))
             continue
         for error in report.get('errors') or []:
-            key = (str(error.get('context', '?')), str(error.get('msg', '')))
-            unprobed.setdefault(key, []).append(host)
+            message = str(error.get('msg', ''))
+            key = (str(error.get('context', '?')), normalise_for(message, host))
+            unprobed.setdefault(key, []).append((host, message))
         for row in report.get('rows') or []:
             key = (str(row.get('context')), str(row.get('item')))
             probed.setdefault(key, set()).add(host)
@@ -121,15 +239,15 @@ def build(hosts, limit=12):
     out_items.sort(key=lambda i: (-i['short'], i['context'], i['item']))
     return dict(
         hosts=len(hosts),
-        audited=len(hosts) - len(set(h for names in unaudited.values() for h in names)),
+        audited=len(hosts) - len(set(h for found in unaudited.values() for h, _m in found)),
         short_hosts=len(short_hosts),
         items=out_items,
-        unaudited=sorted((dict(why=why, count=len(names), hosts=fold_hosts(names, limit))
-                          for why, names in unaudited.items()),
-                         key=lambda g: (-g['count'], g['why'])),
-        unprobed=sorted((dict(context=context, why=why, count=len(names),
-                              hosts=fold_hosts(names, limit))
-                         for (context, why), names in unprobed.items()),
+        unaudited=sorted((_unaudited_group(status, kind, found, limit)
+                          for (status, kind, _n), found in unaudited.items()),
+                         key=lambda g: (-g['count'], g['why'], g['example'])),
+        unprobed=sorted((dict(context=context, why=_first(found)[1], count=len(found),
+                              hosts=fold_hosts([h for h, _m in found], limit))
+                         for (context, _n), found in unprobed.items()),
                         key=lambda g: (-g['count'], g['context'], g['why'])),
         reused=[dict(context=context, count=len(made), oldest=min(made.values()),
                      hosts=fold_hosts(sorted(made), limit))
@@ -173,10 +291,47 @@ def lines(summary, markdown=False):
     if markdown and summary['items']:
         out.append('')
     for group in summary['unaudited']:
-        text = '%d hosts not audited (%s): %s' % (group['count'], group['why'], group['hosts'])
+        text = '%d hosts not audited (%s): %s; e.g. "%s"' % (
+            group['count'], group['why'], group['hosts'], group.get('example', ''))
         out.append('- ' + text if markdown else text)
     for group in summary['unprobed']:
         text = '%s not probed on %d hosts (%s): %s' % (group['context'], group['count'],
-                                                       group['why'], group['hosts'])
+                                                       example(group['why']), group['hosts'])
         out.append('- ' + text if markdown else text)
+    return out
+
+
+#: the terminal table's columns and their widths (the last one unbounded)
+TABLE_COLUMNS = (('host', 20), ('context', 26), ('item', 8), ('actual', 24), ('expected', 24),
+                 ('gap', 9), ('source', 0))
+#: what audit_show may be
+SHOW = ('gaps', 'all')
+
+
+def _table_line(values):
+    return ' '.join(('%-*s' % (width, value)) if width else str(value)
+                    for (_name, width), value in zip(TABLE_COLUMNS, values)).rstrip()
+
+
+def table_lines(rows, show='gaps', full=''):
+    """The per-host table for the terminal (playbooks/audit_limits.yml, audit_show): a line
+    that counts the rows with a gap, then, with ``show`` 'gaps' (the default), the header and
+    those rows only, or with 'all' every row (host x context x item). ``full``: where the full
+    table is (the Markdown report), named in the count line."""
+    if show not in SHOW:
+        raise ValueError('audit_show: %r is not one of %s' % (show, ', '.join(SHOW)))
+    rows = list(rows or [])
+    gaps = [row for row in rows if row.get('gap')]
+    count = '%d of %d rows (host x context x item) are gaps' % (len(gaps), len(rows))
+    where = '; the full table is in %s' % full if full else ''
+    if show == 'gaps':
+        out = [count + where + ' (audit_show=all prints it here)']
+        shown = gaps
+    else:
+        out = [count + '; every row:']
+        shown = rows
+    if shown:
+        out.append(_table_line([name for name, _width in TABLE_COLUMNS]))
+        out += [_table_line([row.get(name, '') for name, _width in TABLE_COLUMNS])
+                for row in shown]
     return out

@@ -9,7 +9,9 @@ with failed=0 unreachable=0; the playbook's error lines name both bad nodes with
 (the read-only limits.d for the failing one); the healthy nodes' login sessions, services and
 containers run with the lab profile; the failing node's files are byte for byte as before and
 its limits.d was still read-only (the failure was the real one); the audit wrote its JSON and
-Markdown reports and lists every node, the healthy ones without gaps.
+Markdown reports and lists every node, the healthy ones without gaps; its terminal output
+names the unreachable node in one short line of its kind ("N hosts not audited (unreachable:
+KIND): HOSTS; e.g. ...") and counts the gap rows of its per-host table.
 
 The audit report must list the unreachable node with an "unreachable" error and the failing
 node with its gaps to the profile. It should also say why the failing node could not be tuned
@@ -162,6 +164,22 @@ def main():
         notes.append('audit: %s %s' % (args.unreachable, down_errors[0][:160]))
         if args.unreachable not in markdown:
             gaps.append('limits-audit.md does not mention %s (the JSON does)' % args.unreachable)
+    # The terminal (issue 31.16, 31.17): the unreachable node in one short line of its kind
+    # (not the raw 600-character message with its temporary path), and the per-host table's
+    # count of gaps (the gap rows only; the full table is in the Markdown report).
+    audit_log = read(out, 'audit.log')
+    kinds = [line.strip() for line in audit_log.splitlines()
+             if 'hosts not audited (unreachable: ' in line and args.unreachable in line]
+    if not kinds:
+        problems.append('the audit\'s fleet summary has no "hosts not audited (unreachable: KIND)" '
+                        'line naming %s' % args.unreachable)
+    elif len(kinds[0]) > 400 or 'ansible-tmp-' in kinds[0]:
+        problems.append('the audit\'s line for %s is not short (%d characters): %s'
+                        % (args.unreachable, len(kinds[0]), kinds[0][:600]))
+    else:
+        notes.append('audit terminal: %s' % kinds[0][:200])
+    if ' rows (host x context x item) are gaps' not in audit_log:
+        problems.append('the audit\'s terminal table does not count its gaps')
     failing = hosts.get(args.failing, {})
     if not failing.get('gaps'):
         problems.append('%s (tuning failed) has no gaps in the audit report' % args.failing)

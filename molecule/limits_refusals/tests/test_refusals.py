@@ -96,6 +96,11 @@ def test_failed_verification_rolls_back_every_file(host, site_file):
     assert 'The profile is not in effect in login, user_manager for trainer' in out, out
     assert 'login nofile 12288:12288 2048:2048 soft+hard' in out, out
     assert 'user_manager nofile 12288:12288 2048:2048 soft+hard' in out, out
+    # issue 31.10: every row carries its cause, the line the warning above it names
+    for context in ('login', 'user_manager'):
+        assert ('%s nofile 12288:12288 2048:2048 soft+hard '
+                '/etc/security/limits.d/10-site.conf:1 (user) overrides * for the users it '
+                'matches: trainer gets soft nofile 2048' % context) in out, out
     assert 'Rolled back: the files this run changed were restored' in out, out
     assert checksums(host, FILES) == before
     # And the restored files are in effect again: systemd re-executed, dockerd restarted.

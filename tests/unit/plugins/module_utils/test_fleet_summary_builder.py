@@ -70,8 +70,11 @@ def test_counts_and_groups_for_1000_hosts():
     assert fs.build(hosts)['unprobed'] == [dict(
         context='user_service', why='user manager not running', count=10,
         hosts='gpu-[0501-0510]')]
-    assert summary['unaudited'] == [dict(why='unreachable: timeout', count=2,
-                                         hosts='gpu-[0999-1000]')]
+    # grouped by kind (issue 31.16), with one example message
+    assert summary['unaudited'] == [dict(status='unreachable', kind='ssh timed out',
+                                         why='unreachable: ssh timed out', count=2,
+                                         hosts='gpu-[0999-1000]',
+                                         example='unreachable: timeout')]
 
 
 def test_rendered_lines_lead_with_the_counts():
@@ -81,7 +84,8 @@ def test_rendered_lines_lead_with_the_counts():
     assert text[1] == 'login nofile: 40 of 998 hosts short'
     assert 'have 1024:20000 (want 16384:16384, soft short)' in text[2]
     assert text[2].rstrip().endswith('gpu-[0001-0040]')
-    assert any(line.startswith('2 hosts not audited (unreachable: timeout)') for line in text)
+    assert '2 hosts not audited (unreachable: ssh timed out): gpu-[0999-1000]; ' \
+        'e.g. "unreachable: timeout"' in text
     markdown = fs.lines(fs.build(hosts), markdown=True)
     assert markdown[0] == '## Fleet summary'
     assert '| login | nofile | 40/998 | 1024:20000 (want 16384:16384) | soft |' in markdown[6]
