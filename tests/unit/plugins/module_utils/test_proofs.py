@@ -277,3 +277,29 @@ def test_no_code_path_opens_a_file_for_writing(node, monkeypatch):
     assert len(changed.runs) == 1
     assert proofs.reusable(first.made['docker'], 'other', 3600) is None
     assert opened and all(mode in ('r', 'rb') for _path, mode in opened), opened
+
+
+class Host(object):
+    check_mode = True
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return '/usr/bin/' + name
+
+
+def test_the_probe_result_returns_the_proof_and_reuses_a_passed_one(keyed, monkeypatch):
+    """effective.probe (limits_audit's call): ``proofs`` in the result, ``probe_proofs`` in."""
+    runs = []
+    monkeypatch.setattr(effective.Prober, 'run', lambda self, command: runs.append(1) or LIMITS)
+    params = dict(contexts=['docker'], user='root', docker_image='tiny:latest',
+                  podman_image=None, run_options=[], units=[], expect={'nofile': 16384},
+                  baseline=None, timeout=5, probe_max_age=3600, prove=True)
+    first = effective.probe(Host(), params)
+    assert runs == [1] and first['proofs']['docker']['key'] == 'k1'
+    assert 'reused' not in first['contexts']['docker']
+    again = effective.probe(Host(), dict(params, probe_proofs=first['proofs']))
+    assert runs == [1] and again['proofs'] == first['proofs']
+    assert again['contexts']['docker']['reused']['age_s'] < 60
+    assert again['contexts']['docker']['limits'] == first['contexts']['docker']['limits']
+    plain = effective.probe(Host(), dict(params, probe_max_age=0, prove=False,
+                                         probe_proofs=first['proofs']))
+    assert runs == [1, 1] and 'proofs' not in plain               # effective_limits' result
