@@ -121,8 +121,8 @@ def source_of(context, configured, actual=None, blocked=None, pending=None):
             return ('%s sets %s, not applied yet (a new process gets %s; %s applies it)'
                     % (where, _pair(configured), _pair(actual), pending))
         return ('%s sets %s, but a new process gets %s: that file does not decide it here (it '
-                'is loaded: no restart or re-exec is owed)' % (where, _pair(configured),
-                                                              _pair(actual)))
+                'is loaded: no restart or re-exec is owed)'
+                % (where, _pair(configured), _pair(actual)))
     return where
 
 

@@ -29,6 +29,7 @@ __metaclass__ = type
 import glob
 import hashlib
 import json
+import math
 import os
 import time
 
@@ -141,7 +142,7 @@ def reusable(proof, key, max_age, now=None):
         at = float(proof.get('proved_at'))
     except (TypeError, ValueError):
         return None
-    if at != at or not isinstance(output, str):                 # NaN
+    if math.isnan(at) or not isinstance(output, str):
         return None
     age = (now or time.time)() - at
     if age < 0 or age > max_age:

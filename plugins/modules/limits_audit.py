@@ -245,14 +245,17 @@ job_fit:
 proofs:
   description:
     - The proof of this call's Docker probe, for the controller to keep and pass back as
-      O(probe_proofs) (the node keeps nothing): context -> C(key) (what decides a new
+      O(probe_proofs) (the node keeps nothing); per context, C(key) (what decides a new
       container's limits, digested), C(output) (the probe's output) and C(proved_at) (epoch
       seconds, on the node's clock). A reused proof is returned as it was passed.
     - Empty when no Docker probe ran, or when something that decides it changed while it ran.
   returned: success
   type: dict
-  sample: {docker: {key: 3f1c0a..., output: "Limit  Soft Limit  Hard Limit  Units ...",
-                    proved_at: 1767225600.5}}
+  sample:
+    docker:
+      key: 3f1c0a9e5b7d4c2a8f6e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a
+      output: "Limit                     Soft Limit           Hard Limit           Units\n..."
+      proved_at: 1767225600.5
 present:
   description: The contexts present on the node (as limits_profile finds them).
   returned: success
