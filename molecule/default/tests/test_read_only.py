@@ -53,13 +53,14 @@ def run_playbook(host, playbook, *args):
 def test_check_mode_and_read_only_modules_leave_the_node_unchanged(host, tmp_path):
     host.check_output(listing_command(BEFORE))
 
-    # the tune in check mode, with another profile so that it has changes to report
-    extra = {'limits_profile': {'nofile': 12288, 'nproc': 4096, 'memlock': '4MiB'},
+    # the tune in check mode, with a profile above the node's (the role keeps higher values,
+    # so a lower one would plan no change) so that it has changes to report
+    extra = {'limits_profile': {'nofile': 18000, 'nproc': 9000, 'memlock': '8MiB'},
              'limits_contexts': ['pam', 'systemd_system', 'systemd_user', 'docker'],
              'limits_verify_user': USER}
     out = run_playbook(host, 'tune_gpu_nodes.yml', '--check', '--diff', '--tags', 'limits',
                        '-e', json.dumps(extra))
-    assert 'DefaultLimitNOFILE=12288' in out
+    assert 'DefaultLimitNOFILE=18000' in out, out[-5000:]
 
     # each read-only module; limits_audit with its Docker probe and default probe_max_age
     calls = [
