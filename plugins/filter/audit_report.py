@@ -2,10 +2,15 @@
 # Copyright (c) gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """playbooks/audit_limits.yml's per-host reports, from each host's registered limits_audit
-result, built once on the controller (no set_fact task per host)."""
+result, built once on the controller (no set_fact task per host), and the per-host files of
+the probe proofs the controller keeps (limits_audit's ``proofs`` and ``probe_proofs``: the
+node keeps none, issue 31 item 20)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import json
+import os
 
 from ansible.errors import AnsibleFilterError
 
@@ -49,7 +54,58 @@ def audit_host_reports(results, hosts):
     return dict((host, audit_host_report(result, host)) for host, result in zip(hosts, results))
 
 
+def valid_proofs(data):
+    """The well-formed proofs of ``data`` ({context: {key, output, proved_at}}), others left
+    out."""
+    if not isinstance(data, dict):
+        return {}
+    found = {}
+    for context, proof in data.items():
+        if isinstance(context, str) and isinstance(proof, dict) \
+                and isinstance(proof.get('key'), str) and isinstance(proof.get('output'), str) \
+                and isinstance(proof.get('proved_at'), (int, float)) \
+                and not isinstance(proof.get('proved_at'), bool):
+            found[context] = dict(key=proof['key'], output=proof['output'],
+                                  proved_at=proof['proved_at'])
+    return found
+
+
+def audit_proofs(text):
+    """limits_audit's ``probe_proofs`` from a host's proofs file (its text, or None/'' when
+    there is none). A file that is not JSON or holds no proof gives {}: the audit then starts a
+    new container, which is all a lost proof costs."""
+    if not text:
+        return {}
+    try:
+        return valid_proofs(json.loads(text))
+    except (TypeError, ValueError):
+        return {}
+
+
+def audit_proof_files(results, hosts):
+    """{HOST.json: the proofs as JSON} of each host of ``hosts`` whose limits_audit call
+    (``results``, in the same order) succeeded, for report_files to write on the controller.
+    A host that could not be audited keeps its file as it was; a host name that is not a plain
+    file name keeps none."""
+    results, hosts = list(results), list(hosts)
+    if len(results) != len(hosts):
+        raise AnsibleFilterError('audit_proof_files: %d results for %d hosts'
+                                 % (len(results), len(hosts)))
+    files = {}
+    for host, result in zip(hosts, results):
+        if not isinstance(result, dict) or result.get('unreachable') or result.get('failed') \
+                or not isinstance(result.get('proofs'), dict):
+            continue
+        name = '%s.json' % host
+        if os.path.basename(name) != name or host in ('', '.', '..'):
+            continue
+        files[name] = json.dumps(valid_proofs(result['proofs']), indent=2, sort_keys=True) + '\n'
+    return files
+
+
 class FilterModule(object):
     def filters(self):
         return {'audit_host_reports': audit_host_reports,
-                'audit_not_audited_reason': not_audited_reason}
+                'audit_not_audited_reason': not_audited_reason,
+                'audit_proofs': audit_proofs,
+                'audit_proof_files': audit_proof_files}

@@ -122,8 +122,8 @@ def source_of(context, configured, actual=None, blocked=None, pending=None):
             return ('%s sets %s, not applied yet (a new process gets %s; %s applies it)'
                     % (where, _pair(configured), _pair(actual), pending))
         return ('%s sets %s, but a new process gets %s: that file does not decide it here (it '
-                'is loaded: no restart or re-exec is owed)' % (where, _pair(configured),
-                                                              _pair(actual)))
+                'is loaded: no restart or re-exec is owed)'
+                % (where, _pair(configured), _pair(actual)))
     return where
 
 
@@ -219,11 +219,14 @@ def add_predicted(probed, reports, contexts):
 def audit(host, params):
     """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
     docker_image, podman_image, timeout, probe_max_age (seconds a container probe's proof may
-    be reused: 0 never) and job (optional: the training job's shape, :mod:`audit_job`)."""
+    be reused: 0 never), probe_proofs (the proofs an earlier audit returned, {context: proof},
+    kept by the controller; module_utils/proofs.py) and job (optional: the training job's
+    shape, :mod:`audit_job`). The result's ``proofs`` are the proofs of this audit's probes,
+    for the controller to keep: nothing is written on the node."""
     profile = params['profile']
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
-                  pam_invalid=[], systemd_pending=[], present=[], unwritable=[], problems=[])
+                  pam_invalid=[], systemd_pending=[], present=[], unwritable=[], problems=[], proofs={})
     try:
         items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
         model.parse_profile(profile, 'profile', floor=False)
@@ -269,7 +272,7 @@ def audit(host, params):
             run_options=[], units=params['units'],
             expect=profile, baseline=None, timeout=params['timeout'],
             probe_max_age=params.get('probe_max_age') or 0,
-            record_proofs=bool(params.get('probe_max_age')) and not host.check_mode))
+            probe_proofs=params.get('probe_proofs') or {}, prove=True))
     except effective.ProbeFailure as exc:
         raise AuditError(exc.msg, result)
 
@@ -282,6 +285,7 @@ def audit(host, params):
     result.update(
         contexts=probed['contexts'], errors=probed['errors'], gaps=probed['gaps'],
         table=probed['table'], ceilings=probed['ceilings'], expected=probed['expected'],
+        proofs=probed.get('proofs') or {},
         pam_invalid=reports[registry.named('pam').probe]['invalid'],
         systemd_pending=system['pending'],
         rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,

@@ -99,7 +99,8 @@ def audit_failure_types():
 
 def read_profile(path):
     """The audit parameters from the profile file: profile, user, units, docker_image,
-    podman_image, timeout. ProfileError when the file is missing or not a valid profile."""
+    podman_image, timeout (and no reuse of an earlier probe: probe_max_age 0). ProfileError
+    when the file is missing or not a valid profile."""
     try:
         with open(path, 'rb') as handle:
             raw = handle.read()
@@ -123,7 +124,10 @@ def read_profile(path):
     params = dict(profile=data['profile'], user=data.get('user') or 'root',
                   units=data.get('units') or [], docker_image=data.get('docker_image') or None,
                   podman_image=data.get('podman_image') or None,
-                  timeout=data.get('probe_timeout') or 60)
+                  timeout=data.get('probe_timeout') or 60,
+                  # the watch probes afresh every time: no proof of an earlier probe is kept on
+                  # the node or passed in (limits_audit is read-only; issue 31 item 20)
+                  probe_max_age=0, probe_proofs={})
     if not isinstance(params['user'], str) or not isinstance(params['units'], list) \
             or not all(isinstance(u, str) for u in params['units']) \
             or not isinstance(params['timeout'], int) or isinstance(params['timeout'], bool):

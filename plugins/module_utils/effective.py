@@ -157,14 +157,19 @@ class ProbeError(errors.Error):
 
 
 class Prober(object):
-    def __init__(self, module, timeout=60, grace=30, max_age=0, record=False):
+    def __init__(self, module, timeout=60, grace=30, max_age=0, proofs=None, prove=False):
         self.module = module
         self.timeout = timeout
         # limits_audit's probe_max_age: a context whose run_probe can reuse a proof
-        # (module_utils/proofs.py) may for this many seconds; ``record`` stores new proofs;
+        # (module_utils/proofs.py) may, for this many seconds, reuse one of ``proofs``
+        # ({context: proof}, limits_audit's probe_proofs, kept by the controller); with
+        # ``prove``, ``made`` gets {context: the proof of this call's result} (new, or the
+        # reused one) for the controller to keep. Nothing is written on the node.
         # ``reused``: {context: when the reused proof was made (epoch seconds)}
         self.max_age = max_age
-        self.record = record
+        self.proofs = proofs if isinstance(proofs, dict) else {}
+        self.prove = prove
+        self.made = {}
         self.reused = {}
         # the profile's items (effective.probe sets them): what a pending probe reports
         self.items = None
@@ -357,7 +362,7 @@ def probe(host, params):
     user = params['user']
 
     prober = Prober(host, params.get('timeout') or 60, max_age=params.get('probe_max_age') or 0,
-                    record=params.get('record_proofs', False))
+                    proofs=params.get('probe_proofs'), prove=params.get('prove', False))
     prober.items = sorted(expected) if expected else None
     observed = {}
     plan = []
@@ -391,6 +396,8 @@ def probe(host, params):
                     age_s=int(max(0, time.time() - at)))
         result['contexts'][context] = entry
 
+    if prober.prove:
+        result['proofs'] = dict(prober.made)
     if expected is not None:
         result['gaps'] = gaps(expected, observed)
         result['table'] = gap_table(result['gaps']) if result['gaps'] else ''

@@ -11,11 +11,16 @@ container's limits are is decided by a few things only: the running dockerd and 
 (which process, started when, with which limits: the shim and runc inherit containerd's, and
 dockerd puts ``default-ulimits`` and its flags into each container's spec), daemon.json, the
 runtime binaries, the kernel's ceilings and the probe command itself (image and options), on
-this boot. :func:`docker_key` digests all of them; a probe's output is stored with that key
-and reused while the key is unchanged and the proof is younger than the asked age. Anything
-that could change the answer (a restart of either daemon, a ``prlimit`` on one, an edit of
-daemon.json, a runtime upgrade, a sysctl, a reboot, another image tag) changes the key, and
-the next audit starts a container again. The converge's verification never reuses.
+this boot. :func:`docker_key` digests all of them; a probe's output with that key and its
+time is a proof (:func:`proof`), reused while the key is unchanged and the proof is younger
+than the asked age (:func:`reusable`). Anything that could change the answer (a restart of
+either daemon, a ``prlimit`` on one, an edit of daemon.json, a runtime upgrade, a sysctl, a
+reboot, another image tag) changes the key, and the next audit starts a container again. The
+converge's verification never reuses.
+
+Nothing here writes: limits_audit is read-only, so the node keeps no proof. The audit returns
+the proof it made (``proofs``) and takes earlier ones as an option (``probe_proofs``); the
+audit playbook keeps them per host on the controller (issue 31 item 20).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -24,13 +29,12 @@ __metaclass__ = type
 import glob
 import hashlib
 import json
+import math
 import os
 import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
-from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 
-CACHE_DIR = '/var/cache/gpufleet/proofs'
 #: binaries whose replacement (a package upgrade) could change what a new container gets
 RUNTIME_BINARIES = ('runc', 'containerd-shim-runc-v2', 'docker-init', 'dockerd', 'containerd')
 SEARCH_PATH = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
@@ -119,43 +123,28 @@ def docker_key(command, daemon_json, root=''):
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode('utf-8')).hexdigest()
 
 
-class Store(object):
-    """Proofs on the node, one JSON file per probed context in ``directory`` (root's, 0700)."""
+def proof(key, output, now=None):
+    """A new proof: {key, output, proved_at (epoch seconds)}; limits_audit returns it
+    (``proofs``) for the controller to keep and pass back (``probe_proofs``)."""
+    return dict(key=key, output=output, proved_at=(now or time.time)())
 
-    def __init__(self, directory=None, now=None):
-        self.directory = directory or CACHE_DIR
-        self.now = now or time.time
 
-    def path(self, context):
-        return os.path.join(self.directory, 'probe-%s.json' % context)
-
-    def load(self, context, key, max_age):
-        """(output, proved at: epoch seconds) of a proof under ``key`` younger than
-        ``max_age`` seconds, or None."""
-        if not key or max_age <= 0:
-            return None
-        text = _read(self.path(context))
-        try:
-            proof = json.loads(text) if text else None
-            if not isinstance(proof, dict) or proof.get('key') != key:
-                return None
-            at = float(proof['at'])
-            output = proof['output']
-        except (ValueError, KeyError, TypeError):
-            return None
-        age = self.now() - at
-        if age < 0 or age > max_age or not isinstance(output, str):
-            return None
-        return output, at
-
-    def store(self, context, key, output):
-        """Keep ``output`` under ``key``; False when it cannot be written (no reuse then)."""
-        if not key:
-            return False
-        data = json.dumps(dict(key=key, at=self.now(), output=output), sort_keys=True)
-        try:
-            safe_file.write_atomic(self.path(context), data.encode('utf-8'), mode=0o600,
-                                   dir_mode=0o700)
-        except safe_file.FileError:
-            return False
-        return True
+def reusable(proof, key, max_age, now=None):
+    """(output, proved at: epoch seconds) of ``proof`` (one the controller passed back) when it
+    was made under ``key`` (the key computed now) less than ``max_age`` seconds ago, else
+    None. Anything malformed is not reusable (the probe runs)."""
+    if not key or not max_age or max_age <= 0 or not isinstance(proof, dict):
+        return None
+    if proof.get('key') != key:
+        return None
+    output = proof.get('output')
+    try:
+        at = float(proof.get('proved_at'))
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(at) or not isinstance(output, str):
+        return None
+    age = (now or time.time)() - at
+    if age < 0 or age > max_age:
+        return None
+    return output, at

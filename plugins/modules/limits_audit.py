@@ -13,8 +13,9 @@ module: limits_audit
 short_description: Audit one node's resource limits in every context, with their sources, in one call
 version_added: 0.2.0
 description:
-  - Read-only. It changes no configuration and restarts nothing; the one file it may write is
-    its own cache of the Docker probe's result, with O(probe_max_age) and outside check mode.
+  - Read-only. It changes no configuration, restarts nothing and writes no file on the node,
+    in check mode or not. The proof of its Docker probe is returned (RV(proofs)) for the
+    controller to keep and pass back (O(probe_proofs)); C(playbooks/audit_limits.yml) does.
   - Starts a new process in each context where a workload can start (a login
     session through PAM, a system service, a service of the user's user manager, a new Docker
     and Podman container, listed units' main processes), reads the limits each gets, and
@@ -94,13 +95,25 @@ options:
         changed since it was made (the running dockerd and containerd (process, start time
         and their own limits), daemon.json, the image tags, the runtime binaries (runc, the
         shim, dockerd, containerd), the kernel's ceilings, the probe command and the boot).
-        Proofs are kept in C(/var/cache/gpufleet/proofs/probe-docker.json) (root's, mode
-        0600) and written only outside check mode.
+      - The earlier result comes from O(probe_proofs) (what an earlier call returned as
+        RV(proofs), kept by the controller); nothing is kept on the node.
       - The rows of a reused probe say C(how=reused) with the time it was made (RV(rows)); a
         new container costs each node about as much CPU as an C(ansible -m ping) of it
         (docs/fleet-scale.md). The limits role's verification never reuses one.
     type: int
     default: 0
+    version_added: 0.2.0
+  probe_proofs:
+    description:
+      - The proofs an earlier call returned as RV(proofs), context -> C(key), C(output) and
+        C(proved_at) (epoch seconds); only C(docker) is used.
+      - One is reused only with O(probe_max_age) above 0, when its C(key) equals the key
+        computed now and it was made less than O(probe_max_age) seconds ago; otherwise (or
+        when it is malformed) a new container is started.
+      - C(playbooks/audit_limits.yml) keeps them per host on the controller
+        (C(audit_proofs_dir)).
+    type: dict
+    default: {}
     version_added: 0.2.0
   job:
     description:
@@ -122,6 +135,15 @@ EXAMPLES = r'''
     profile: {nofile: 65536, nproc: 32768, memlock: unlimited}
     user: trainer
     docker_image: busybox:latest
+  register: audit
+
+- name: Audit again, reusing the Docker probe while nothing that decides it changed
+  gpufleet.tuning.limits_audit:
+    profile: {nofile: 65536, nproc: 32768, memlock: unlimited}
+    user: trainer
+    docker_image: busybox:latest
+    probe_max_age: 3600
+    probe_proofs: "{{ audit.proofs }}"
   register: audit
 
 - name: Show the gaps
@@ -235,6 +257,20 @@ problems:
             msg: "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to
                   dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse
                   to start at its next restart (remove the flag or the key)"}]
+proofs:
+  description:
+    - The proof of this call's Docker probe, for the controller to keep and pass back as
+      O(probe_proofs) (the node keeps nothing); per context, C(key) (what decides a new
+      container's limits, digested), C(output) (the probe's output) and C(proved_at) (epoch
+      seconds, on the node's clock). A reused proof is returned as it was passed.
+    - Empty when no Docker probe ran, or when something that decides it changed while it ran.
+  returned: success
+  type: dict
+  sample:
+    docker:
+      key: 3f1c0a9e5b7d4c2a8f6e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a
+      output: "Limit                     Soft Limit           Hard Limit           Units\n..."
+      proved_at: 1767225600.5
 present:
   description: The contexts present on the node (as limits_profile finds them).
   returned: success
@@ -261,6 +297,7 @@ def main():
             cri_client=dict(type='list', elements='str', default=[]),
             timeout=dict(type='int', default=60),
             probe_max_age=dict(type='int', default=0),
+            probe_proofs=dict(type='dict', default={}),
             job=dict(type='dict'),
         ),
         supports_check_mode=True,

@@ -240,7 +240,7 @@ def test_audit_refuses_a_bad_job_naming_the_field_before_probing(host, tmp_path)
     assert 'job.num_workers: 0 is below 1' in node['errors'][0]['msg'], node
 
 
-PROOF = '/var/cache/gpufleet/proofs/probe-docker.json'
+NODE_CACHE = '/var/cache/gpufleet'
 
 
 def docker_rows(node):
@@ -260,10 +260,12 @@ def test_audit_reuses_a_docker_probe_until_what_decides_it_changes(host, tmp_pat
     the node's last Docker probe instead of starting a container, says so per row and in the
     fleet summary, and starts one again as soon as anything that decides a new container's
     limits changes (here: containerd's own limits, by prlimit), when the proof is older than
-    asked, or with 0."""
-    host.check_output('rm -f %s' % PROOF)
+    asked, or with 0. The proof is kept on the controller (audit_proofs_dir/HOST.json), none
+    on the node (issue 31 item 20)."""
     profile = {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
-    image = dict(limits_verify_docker_image='tiny:latest')
+    proofs_dir = tmp_path / 'proofs'
+    proof_file = proofs_dir / ('%s.json' % host.backend.host)
+    image = dict(limits_verify_docker_image='tiny:latest', audit_proofs_dir=str(proofs_dir))
 
     def audit(name, **variables):
         since = host.check_output('date +%s.%N').strip()
@@ -276,7 +278,10 @@ def test_audit_reuses_a_docker_probe_until_what_decides_it_changes(host, tmp_pat
     fresh, _md, _out, started = audit('fresh')
     assert started == 1
     assert set(r['how'] for r in docker_rows(fresh).values()) == {'probed'}
-    assert host.file(PROOF).mode == 0o600 and host.file(PROOF).user == 'root'
+    proof = json.loads(proof_file.read_text())['docker']
+    assert sorted(proof) == ['key', 'output', 'proved_at'] and 'Max open files' in proof['output']
+    assert oct(os.stat(str(proof_file)).st_mode & 0o777) == oct(0o600)
+    assert not host.file(NODE_CACHE).exists
     assert 'reused' not in fresh['contexts']['docker']
 
     again, markdown, out, started = audit('again')
@@ -289,6 +294,7 @@ def test_audit_reuses_a_docker_probe_until_what_decides_it_changes(host, tmp_pat
     assert set(r['how'] for r in again['rows'] if r['context'] != 'docker') == {'probed'}
     assert '- docker: reused on 1 hosts a probe made since ' in markdown
     assert 'docker: reused on 1 hosts' in out
+    assert json.loads(proof_file.read_text())['docker'] == proof     # kept as it was
 
     pid = host.check_output('systemctl show -p MainPID --value containerd.service').strip()
     containerd_nofile = proc_limits(host, pid)['nofile']
@@ -309,6 +315,8 @@ def test_audit_reuses_a_docker_probe_until_what_decides_it_changes(host, tmp_pat
     host.check_output('sleep 2')
     _node, _md, _out, started = audit('aged', audit_probe_max_age=1)
     assert started == 1
+    assert json.loads(proof_file.read_text())['docker']['proved_at'] > proof['proved_at']
+    assert not host.file(NODE_CACHE).exists
 
 
 SITE_DROPIN = '/etc/systemd/system.conf.d/95-site.conf'

@@ -166,16 +166,19 @@ class Docker(Context):
                                         params['run_options'])
 
     def run_probe(self, prober, user, uid, command):
-        """A new container's limits; with ``prober.max_age`` (limits_audit's probe_max_age),
-        an earlier proof under the same key is reused (module_utils/proofs.py), and with
-        ``prober.record`` a new one is stored when nothing changed while the container ran."""
-        if not (prober.max_age or prober.record):
+        """A new container's limits. With ``prober.max_age`` (limits_audit's probe_max_age),
+        a proof the controller passed (``prober.proofs``, limits_audit's probe_proofs) is
+        reused when it was made under the key computed now and within the age
+        (module_utils/proofs.py); with ``prober.prove`` the proof of the result (the reused
+        one, or a new one when nothing changed while the container ran) goes to
+        ``prober.made`` for the controller to keep. Nothing is written on the node."""
+        if not (prober.max_age or prober.prove):
             return prober.proc(command, self.probe)
         from ansible_collections.gpufleet.tuning.plugins.module_utils import effective, proofs
         daemon_json = dockerd_config.config_file(UNIT)['path']
         key = proofs.docker_key(command, daemon_json)
-        store = proofs.Store()
-        kept = store.load(self.probe, key, prober.max_age)
+        earlier = prober.proofs.get(self.probe)
+        kept = proofs.reusable(earlier, key, prober.max_age)
         if kept is not None:
             output, at = kept
             try:
@@ -184,14 +187,16 @@ class Docker(Context):
                 limits = None
             if limits:
                 prober.reused[self.probe] = at
+                if prober.prove:
+                    prober.made[self.probe] = proofs.proof(key, output, lambda: at)
                 return limits
         output = prober.run(command)
         try:
             limits = effective.parse_probe(output, self.probe)
         except effective.model.LimitError as exc:
             raise effective.ProbeError(str(exc))
-        if prober.record and key and proofs.docker_key(command, daemon_json) == key:
-            store.store(self.probe, key, output)
+        if prober.prove and key and proofs.docker_key(command, daemon_json) == key:
+            prober.made[self.probe] = proofs.proof(key, output)
         return limits
 
     def report(self, auditor):

@@ -4,8 +4,9 @@
 """Issue 31 regression: the code that runs on the node (plugins/modules, plugins/module_utils)
 keeps no compiled code there and uses no other project's private interfaces.
 
-- No bytecode cache: nothing imports one, and no path under ``/var/cache`` is named except the
-  ones listed in ALLOWED_CACHE_PATHS.
+- No cache on the node: nothing imports a bytecode cache, and no path under ``/var/cache`` is
+  named (ALLOWED_CACHE_PATHS is empty: limits_audit's probe proofs, once kept in
+  /var/cache/gpufleet/proofs, are kept by the controller now, issue 31 item 20).
 - No CPython import internals: ``_imp``, ``importlib._bootstrap*``, ``marshal``, ``zipimport``,
   ``__loader__``, and no change to ``sys.meta_path``, ``sys.path_hooks`` or
   ``sys.path_importer_cache``.
@@ -26,10 +27,10 @@ from conftest import ROOT
 
 NODE_TREES = [os.path.join(ROOT, 'plugins', 'modules'), os.path.join(ROOT, 'plugins', 'module_utils')]
 
-# Cache paths the node code may name. /var/cache/gpufleet/proofs is limits_audit's
-# probe_max_age proof store (module_utils/proofs.py, issue 15.3), written only outside check
-# mode; kept here explicitly so that any new cache path fails this test.
-ALLOWED_CACHE_PATHS = ('/var/cache/gpufleet/proofs',)
+# Cache paths the node code may name: none. Read-only modules and check mode must leave the
+# node unchanged, and a cache written by the other modules would be read by read-only ones
+# (limits_audit's probe proofs are kept on the controller: module_utils/proofs.py).
+ALLOWED_CACHE_PATHS = ()
 FORBIDDEN_MODULES = ('_imp', 'marshal', 'zipimport', 'importlib._bootstrap',
                      'importlib._bootstrap_external', 'bytecode_cache', 'systemd_bus')
 FORBIDDEN_SYS = ('meta_path', 'path_hooks', 'path_importer_cache')
@@ -136,6 +137,9 @@ def test_no_cache_of_code_and_no_private_interfaces(path):
      'from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_bus'),
     ("CACHE_DIR = '/var/cache/gpufleet/bytecode'", "a path under /var/cache: '/var/cache/gpufleet/bytecode'"),
     ("OTHER = '/var/cache/gpufleet/proofs-old'", "a path under /var/cache: '/var/cache/gpufleet/proofs-old'"),
+    ("CACHE_DIR = '/var/cache/gpufleet/proofs'", "a path under /var/cache: '/var/cache/gpufleet/proofs'"),
+    ("DOC = 'kept in C(/var/cache/gpufleet/proofs/probe-docker.json)'",
+     "a path under /var/cache: '/var/cache/gpufleet/proofs/probe-docker.json)'"),
     ("SOCKET = '/run/systemd/private'", "'systemd/private'"),
     ("path = '/run/user/%d/systemd/private' % uid", "'systemd/private'"),
 ])
@@ -143,9 +147,12 @@ def test_the_check_finds_what_it_forbids(source, expected):
     assert expected in [what for _line, what in forbidden_uses(source)]
 
 
-def test_docstrings_and_allowed_paths_pass():
-    source = ('"""Never /run/systemd/private, no /var/cache/gpufleet/bytecode."""\n'
-              "CACHE_DIR = '/var/cache/gpufleet/proofs'\n"
-              "DOC = 'kept in C(/var/cache/gpufleet/proofs/probe-docker.json)'\n"
+def test_docstrings_pass():
+    source = ('"""Never /run/systemd/private, no /var/cache/gpufleet/bytecode or '
+              '/var/cache/gpufleet/proofs."""\n'
               'import importlib\n')
     assert forbidden_uses(source) == []
+
+
+def test_no_cache_path_is_allowed():
+    assert ALLOWED_CACHE_PATHS == ()

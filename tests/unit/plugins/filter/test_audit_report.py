@@ -61,3 +61,30 @@ def test_hosts_keep_their_order_and_a_mismatch_is_refused():
         ar.audit_host_reports([AUDITED], ['a', 'b'])
     with pytest.raises(AnsibleFilterError, match='a has no limits_audit result'):
         ar.audit_host_reports([None], ['a'])
+
+
+# issue 31 item 20: the probe proofs live on the controller, one file per host.
+PROOF = {'key': 'abc', 'output': 'Limit ...\n', 'proved_at': 1000.5}
+
+
+def test_proof_files_keep_each_audited_hosts_proofs():
+    import json
+    results = [dict(AUDITED, proofs={'docker': PROOF}), dict(AUDITED, proofs={}),
+               {'unreachable': True, 'msg': 'down'}, {'failed': True, 'msg': 'bad'},
+               dict(AUDITED, proofs={'docker': dict(PROOF, proved_at='x')})]
+    hosts = ['a', 'b', 'c', 'd', 'e']
+    files = ar.audit_proof_files(results, hosts)
+    assert sorted(files) == ['a.json', 'b.json', 'e.json']      # c and d keep their files
+    assert json.loads(files['a.json']) == {'docker': PROOF}
+    assert json.loads(files['b.json']) == {} and json.loads(files['e.json']) == {}
+    assert ar.audit_proofs(files['a.json']) == {'docker': PROOF}
+    assert ar.audit_proof_files([dict(AUDITED, proofs={})], ['x/y']) == {}
+    with pytest.raises(AnsibleFilterError):
+        ar.audit_proof_files([AUDITED], ['a', 'b'])
+
+
+@pytest.mark.parametrize('text', [None, '', '{not json', '[]', '{"docker": 3}',
+                                  '{"docker": {"key": "k", "output": "o"}}',
+                                  '{"docker": {"key": "k", "output": "o", "proved_at": true}}'])
+def test_a_missing_or_bad_proofs_file_gives_no_proof(text):
+    assert ar.audit_proofs(text) == {}

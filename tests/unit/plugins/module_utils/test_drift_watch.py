@@ -196,7 +196,8 @@ def test_read_profile(tmp_path):
         'profile': {'nofile': 65536}, 'user': 'trainer', 'units': ['x.service'],
         'docker_image': '', 'podman_image': 'p:1', 'probe_timeout': 30}))
     assert params == dict(profile={'nofile': 65536}, user='trainer', units=['x.service'],
-                          docker_image=None, podman_image='p:1', timeout=30)
+                          docker_image=None, podman_image='p:1', timeout=30,
+                          probe_max_age=0, probe_proofs={})
 
 
 @pytest.mark.parametrize('content,reason,words', [
