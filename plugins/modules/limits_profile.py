@@ -435,35 +435,15 @@ context:
 '''
 
 import pwd
-import shlex
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_run as run
 from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
-
-
-def login_baseline(module, user):
-    """{login: {command, limits}} of a login session of ``user`` now."""
-    # imported here: only a run that changes something takes a baseline
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-
-    command = registry.named('pam').probe_command(user, None, {})
-    rc, out, err = module.run_command(command, environ_update=commands.c_env())
-    entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
-    if rc == 0:
-        try:
-            entry['limits'] = effective.public_limits(effective.parse_probe(out, 'login'))
-        except model.LimitError as exc:
-            module.warn('baseline: %s' % exc)
-    else:
-        module.warn('baseline: %s exited %d: %s' % (command[0], rc, (err or out).strip()[:200]))
-    return {'login': entry}
 
 
 def main():
@@ -522,7 +502,7 @@ def main():
     result['probe_units'] = [u for u in result['units'] if not sdpaths.is_template(u)]
     pam = dict(planned).get('pam')
     if pam is not None:
-        result['overrides'] = override_records(pam.result)
+        result['overrides'] = run.override_records(pam.result)
         below = [r['reason'] for r in result['overrides'] if r['kind'] == 'narrower']
         if below and params['on_override'] == 'fail':
             module.fail_json(msg='pam: users stay below the profile because of lines in other '
@@ -533,12 +513,12 @@ def main():
     result['changed'] = bool(changed)
     # checked before the first write; an unchanged node checks it only where a restart is owed
     # (restart()), so that a rerun does not load the probes' code
-    verify = verify_request(module, params, result) if changed else None
+    verify = run.verify_request(module, params, result) if changed else None
     if changed and module._diff:
         result['diff'] = [change.diff() for change in changed]
     if (params['baseline_user'] and pam is not None and pam.changed
             and not module.check_mode):
-        result['baseline'] = login_baseline(module, params['baseline_user'])
+        result['baseline'] = run.login_baseline(module, params['baseline_user'])
 
     written = []
     if changed and not module.check_mode:
@@ -549,7 +529,7 @@ def main():
     result['files'] = [pp.file_record(context, change) for context, change in planned]
     result['limits_kept'] = [dict(record, context=context) for context, change in planned
                              for record in change.result.get('limits_kept') or []]
-    result['known_gaps'] = known_gaps(result, planned)
+    result['known_gaps'] = run.known_gaps(result, planned)
     result['actions'] = pp.actions(planned, module, params['restart_policy'])
     # what is owed now, the restarts the policy defers left out: a busy node whose only owed
     # restart waits is unchanged (changed=0), and reported pending, not changed, on every run
@@ -568,100 +548,8 @@ def main():
     if 'running_containers' in result['actions']:
         result['running_containers'] = result['actions'].pop('running_containers')
     if params['restart']:
-        restart(module, params, result, verify, written)
+        run.restart(module, params, result, verify, written)
     module.exit_json(**result)
-
-
-# Set by this module in ``verify`` (effective_limits' options): what it wrote decides them.
-VERIFY_SET = ('contexts', 'units', 'expect', 'baseline')
-
-
-def verify_request(module, params, result):
-    """effective_limits' options for ``verify`` (with ``restart``), checked now, before
-    anything is written: the probes of the contexts planned (those whose image option is
-    unset left out), the units, the profile; the baseline is added once taken."""
-    if not params['restart'] or params['verify'] is None:
-        return None
-    # imported here: only a call that verifies pays for the probes' code
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-
-    asked = dict(params['verify'])
-    for key in VERIFY_SET:
-        if key in asked:
-            module.fail_json(msg='verify.%s: set by limits_profile from what it writes; leave it '
-                             'out (nothing was written)' % key, **result)
-    asked.update(
-        contexts=[p['probe'] for p in result['probes'] if not p['image'] or asked.get(p['image'])],
-        units=result['probe_units'], expect=params['profile'], baseline=None)
-    try:
-        return effective.validated(asked, 'verify')
-    except effective.ProbeFailure as exc:
-        module.fail_json(msg='%s (nothing was written)' % exc.msg, **result)
-
-
-def restart(module, params, result, verify, written=()):
-    """``restart``: the restarts ``actions`` owes and the policy allows, then the probes
-    (``verify``), into ``restarted``; only when a file changed or a restart is owed. A restart
-    that fails outright puts back the files this call wrote (``written``) and does again what
-    it had restarted, with them, before the task fails (``restarted.put_back``)."""
-    actions = result['actions']
-    # a node that owes nothing but that its files already show below the profile (a line
-    # that overrides it, warned) is probed too: an unchanged node with a gap is not green
-    due = result['changed'] or restarts.owed(actions) or bool(result['known_gaps'])
-    if due and verify is None:
-        # nothing was written: checked now, before the first restart
-        verify = verify_request(module, params, result)
-    planned = restarts.steps(restarts.allowed(actions)) if due else []
-    done = result['restarted'] = dict(steps=[restarts.describe(step) for step in planned],
-                                      done=[], failed_unit={}, docker_version=None)
-    if planned and module._diff:
-        result.setdefault('diff', []).append(dict(
-            before='', after=''.join('%s\n' % step for step in done['steps']),
-            after_header='restarts'))
-    # a restart is a change of the node even where no file changed (one an earlier run owed)
-    result['changed'] = result['changed'] or bool(planned)
-    if not due or module.check_mode:
-        return
-    probe, probe_failure = None, ()
-    if verify is not None:
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-
-        verify['baseline'] = result.get('baseline')
-        probe, probe_failure = effective.probe, effective.ProbeFailure
-    restarter = restarts.Restarter(module, settle=params['settle'],
-                                   docker_wait=params['docker_wait'])
-    try:
-        restarts.restart_then_probe(restarter, planned, done, verify, probe)
-    except restarts.RestartError as exc:
-        restored, outcome = restarts.put_back(restarter, list(written), planned, dict(done))
-        done['put_back'] = dict(restored=restored, outcome=outcome)
-        module.fail_json(msg='restart: %s; %s' % (exc.msg, restarts.put_back_message(
-            restored, outcome)), **result)
-    except probe_failure as exc:
-        done['verified'] = exc.result
-        module.fail_json(msg='verify: %s' % exc.msg, **result)
-
-
-def known_gaps(result, planned):
-    """What the node's files already keep below the profile, each with its file:line: the
-    PAM lines that give users less (on_override=warn) and the later files that override a
-    systemd drop-in (on_conflict=warn), a user@.service cap among them."""
-    found = [r['reason'] for r in result.get('overrides') or [] if r['kind'] == 'narrower']
-    for context, change in planned:
-        found.extend('%s: %s' % (context, c['reason']) for c in change.result.get('conflicts') or []
-                     if c.get('reason'))
-    return found
-
-
-def override_records(pam_result):
-    """The pam plan's overrides and replaced lines, once each: path, line, kind, reason."""
-    seen, records = set(), []
-    for record in (pam_result.get('overrides') or []) + (pam_result.get('replaced') or []):
-        if record['reason'] not in seen:
-            seen.add(record['reason'])
-            records.append(dict(path=record.get('path'), line=record.get('line'),
-                                kind=record.get('kind', 'narrower'), reason=record['reason']))
-    return records
 
 
 if __name__ == '__main__':
