@@ -42,7 +42,6 @@ class Request(object):
         self.slurm_conf_edit = slurm_conf_edit
         self.containerd_create_spec = containerd_create_spec  # containerd_cri: create base specs
 
-
     def limits_for(self, label, current, ceiling=None):
         """{item: Limit} to write for ``label``: the profile, with every higher value the
         context has now (``current``: {item: (Limit, source)}) kept on the sides the profile
