@@ -85,12 +85,14 @@ def _near(kind, peak, limit):
 def classify_failure(record):
     """What a failed run ran out of: {kind, how, cause, text_kind}.
 
-    The measured peaks decide first: a run whose peak came within NEAR of a limit ran out of
-    that limit, whatever its error says (several near: the one the error text names, else the
-    closest). Else the error text decides (the smoke test's ``exhausted``: Too many open
-    files, No space left on device, can't start new thread ...). kind: nofile, shm, nproc or
-    '' (something else); how: 'peak', 'text' or ''; cause: one line, such as
-    ``nofile: peak 4094 of soft 4096`` or ``other: EOFError: ...``."""
+    The measured peaks decide where the error text names no limit: a run whose peak came
+    within NEAR of a limit ran out of that limit, whatever else its error says (an EOFError,
+    ConnectionResetError or BrokenPipeError of a worker queue; several near: the closest).
+    An error that names one (the smoke test's ``exhausted``: Too many open files, No space
+    left on device, can't start new thread: the errno of the call that failed) keeps it, as
+    the sampler may miss a peak between two reads; how is 'peak' when its peak confirms it.
+    kind: nofile, shm, nproc or '' (something else); how: 'peak', 'text' or ''; cause: one
+    line, such as ``nofile: peak 4094 of soft 4096`` or ``other: EOFError: ...``."""
     record = record or {}
     # (a record of an older smoke test has fd_exhausted only)
     text_kind = record.get('exhausted') or ('nofile' if record.get('fd_exhausted') else '')
@@ -98,17 +100,16 @@ def classify_failure(record):
         text_kind = ''
     peaks = measured_peaks(record)
     near = [kind for kind in KINDS if kind in peaks and _near(kind, *peaks[kind][:2])]
-    if near:
-        kind = text_kind if text_kind in near else max(
-            near, key=lambda k: float(peaks[k][0]) / peaks[k][1])
-        cause = '%s: %s' % (kind, peaks[kind][2])
-        if text_kind and text_kind != kind:
-            cause += ' (the error text suggests %s)' % text_kind
-        return dict(kind=kind, how='peak', cause=cause, text_kind=text_kind)
+    if near and text_kind in ('',) + tuple(near):
+        kind = text_kind or max(near, key=lambda k: float(peaks[k][0]) / peaks[k][1])
+        return dict(kind=kind, how='peak', cause='%s: %s' % (kind, peaks[kind][2]),
+                    text_kind=text_kind)
     if text_kind:
+        measured = [peaks[text_kind][2]] if text_kind in peaks else []
+        measured += ['%s near its limit: %s' % (kind, peaks[kind][2]) for kind in near]
         cause = '%s: %s' % (text_kind, last_line(record.get('error'), 120))
-        if text_kind in peaks:
-            cause += ' (%s)' % peaks[text_kind][2]
+        if measured:
+            cause += ' (%s)' % '; '.join(measured)
         return dict(kind=text_kind, how='text', cause=cause, text_kind=text_kind)
     return dict(kind='', how='', cause='other: %s' % (last_line(record.get('error'), 120)
                                                       or 'no error text'),
@@ -125,8 +126,6 @@ def classified(record):
     record['fd_exhausted'] = found['kind'] == 'nofile'
     record['exhausted_how'] = found['how']
     record['cause'] = found['cause']
-    if found['text_kind'] != found['kind']:
-        record['exhausted_text'] = found['text_kind']
     return record
 
 

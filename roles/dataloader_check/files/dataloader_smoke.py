@@ -10,7 +10,7 @@ Prints one JSON object (and writes it to --output): ok, error, fd_exhausted, sam
 peak open fds of the main process and of the workers (sampled from /proc/PID/fd), threads and
 /dev/shm bytes, the sharing strategy, and the limits the process saw (/proc/self/limits).
 ``exhausted`` here is read from the error text only; the role's filter (dataloader_check_parse)
-classifies a failure from the measured peaks against these limits first. Exit status 0 when ok, 1 when the
+classifies a failure whose text names no limit from the measured peaks against these limits. Exit status 0 when ok, 1 when the
 DataLoader failed, 2 when the test could not run at all (no torch, bad arguments).
 """
 import argparse

@@ -110,11 +110,17 @@ def test_threads_at_the_nproc_limit_ran_out_of_nproc():
     assert record['exhausted'] == '' and record['cause'].startswith('other: ConnectionReset')
 
 
-def test_the_peaks_decide_over_an_error_text_that_names_another_limit():
-    record = parsed(error='BlockingIOError: [Errno 11] Resource temporarily unavailable',
-                    exhausted='nproc', peak_fds=4095)
-    assert record['exhausted'] == 'nofile' and record['exhausted_text'] == 'nproc'
-    assert record['cause'] == 'nofile: peak 4095 of soft 4096 (the error text suggests nproc)'
+def test_an_error_that_names_a_limit_keeps_it_and_says_what_else_was_near():
+    """The errno of the call that failed (EMFILE) names the limit; the sampler, reading every
+    50 ms, may miss that peak (a real canary at soft nofile 1024 showed 193) and see another
+    limit near, here /dev/shm."""
+    record = parsed(error='RuntimeError: unable to open shared memory object </torch_1_2_3> in '
+                          'read-write mode: Too many open files (24)', exhausted='nofile',
+                    nofile_soft=1024, peak_fds=193, shm_size_bytes=64 * MB,
+                    peak_shm_bytes=63 * MB, shm_used_at_start_bytes=0)
+    assert record['exhausted'] == 'nofile' and record['exhausted_how'] == 'text'
+    assert record['cause'].endswith('Too many open files (24) (peak 193 of soft 1024; shm near '
+                                    'its limit: peak 63.0 MiB of 64.0 MiB /dev/shm)')
 
 
 def test_a_text_classification_stands_where_no_peak_is_near():
