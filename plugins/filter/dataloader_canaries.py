@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import (
-    last_line)
+    classified, last_line)
 
 # canary -> the failure kind it must show ('' = it must pass)
 EXPECTED = {
@@ -20,18 +20,21 @@ WHAT = {'shm': 'shared memory (/dev/shm)', 'nproc': 'processes and threads (npro
 
 def dataloader_check_canaries(results, records):
     """Judge the failure-mode canaries: each must fail with its own kind of error (the smoke
-    test's ``exhausted``), ``canary_shm_tuned`` must pass. Adds ``canaries`` to the results,
+    test's ``exhausted``, classified from its measured peaks first, then its error text),
+    ``canary_shm_tuned`` must pass. Adds ``canaries`` to the results,
     appends problems and flips ``ok`` when one does not behave, and extends the summary."""
     results = dict(results or {})
     problems = list(results.get('problems') or [])
     canaries, parts = {}, []
     for name, record in sorted((records or {}).items()):
-        record = record or {}
+        record = classified(dict(record or {}))
         expected = EXPECTED.get(name, '')
         got = record.get('exhausted') or ''
         short = name[len('canary_'):]
         entry = dict(failed=not record.get('ok'), exhausted=got, expected=expected,
                      error=last_line(record.get('error'), 120))
+        if entry['failed']:
+            entry['cause'] = record.get('cause', '')
         if expected:
             entry['as_expected'] = entry['failed'] and got == expected
             if not entry['failed']:

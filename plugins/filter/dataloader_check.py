@@ -21,6 +21,114 @@ _RESULT_DEFAULTS = {
 }
 
 
+# How close to a limit a measured peak must come for a failed run to count as that limit's
+# exhaustion, whatever its error text (an EOFError, ConnectionResetError or BrokenPipeError of a
+# worker queue, "received 0 items of ancdata"): within (absolute, fraction of the limit), the
+# larger. Descriptors and threads: 2 or 2 % (the sampler itself holds one descriptor while it
+# counts, and the call that failed wanted one or two more). /dev/shm: 5 %, as the sampler reads
+# it every 50 ms and a worker fills the last megabytes between two reads.
+NEAR = {'nofile': (2, 0.02), 'nproc': (2, 0.02), 'shm': (0, 0.05)}
+KINDS = ('nofile', 'shm', 'nproc')
+
+
+def _number(value):
+    """An int from a record's field, or None (missing, 'unlimited', not a number)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _mib(value):
+    return '%.1f MiB' % (value / 1024.0 ** 2)
+
+
+def measured_peaks(record):
+    """{kind: (peak, limit, text)} of what one run measured against the limit in its context:
+    descriptors of one process against soft nofile, threads of the run against soft nproc,
+    /dev/shm in use (what was there before the run and the run's own peak) against the size
+    of /dev/shm. A kind is left out where the peak or the limit is unknown or unlimited."""
+    record = record or {}
+    limits = record.get('limits') or {}
+    peaks = {}
+    nofile = _number(record.get('nofile_soft'))
+    if nofile is None:
+        nofile = _number((limits.get('nofile') or {}).get('soft'))
+    fds = _number(record.get('peak_fds'))
+    if nofile and fds is not None:
+        peaks['nofile'] = (fds, nofile, 'peak %d of soft %d' % (fds, nofile))
+    nproc = _number((limits.get('nproc') or {}).get('soft'))
+    threads = _number(record.get('peak_threads'))
+    if nproc and threads is not None:
+        peaks['nproc'] = (threads, nproc, 'peak %d threads of soft %d' % (threads, nproc))
+    size = _number(record.get('shm_size_bytes'))
+    shm = _number(record.get('peak_shm_bytes'))
+    if size and shm is not None:
+        used = shm + (_number(record.get('shm_used_at_start_bytes')) or 0)
+        peaks['shm'] = (used, size, 'peak %s of %s /dev/shm' % (_mib(used), _mib(size)))
+    return peaks
+
+
+def _peak_text(record):
+    """'peak 4094 of soft 4096' for the kind a record ran out of ('' when not measured)."""
+    found = measured_peaks(record).get(record.get('exhausted'))
+    return found[2] if found else ''
+
+
+def _near(kind, peak, limit):
+    absolute, fraction = NEAR[kind]
+    return peak >= limit - max(absolute, limit * fraction)
+
+
+def classify_failure(record):
+    """What a failed run ran out of: {kind, how, cause, text_kind}.
+
+    The measured peaks decide where the error text names no limit: a run whose peak came
+    within NEAR of a limit ran out of that limit, whatever else its error says (an EOFError,
+    ConnectionResetError or BrokenPipeError of a worker queue; several near: the closest).
+    An error that names one (the smoke test's ``exhausted``: Too many open files, No space
+    left on device, can't start new thread: the errno of the call that failed) keeps it, as
+    the sampler may miss a peak between two reads; how is 'peak' when its peak confirms it.
+    kind: nofile, shm, nproc or '' (something else); how: 'peak', 'text' or ''; cause: one
+    line, such as ``nofile: peak 4094 of soft 4096`` or ``other: EOFError: ...``."""
+    record = record or {}
+    # (a record of an older smoke test has fd_exhausted only)
+    text_kind = record.get('exhausted') or ('nofile' if record.get('fd_exhausted') else '')
+    if text_kind not in KINDS:
+        text_kind = ''
+    peaks = measured_peaks(record)
+    near = [kind for kind in KINDS if kind in peaks and _near(kind, *peaks[kind][:2])]
+    if near and text_kind in ('',) + tuple(near):
+        kind = text_kind or max(near, key=lambda k: float(peaks[k][0]) / peaks[k][1])
+        return dict(kind=kind, how='peak', cause='%s: %s' % (kind, peaks[kind][2]),
+                    text_kind=text_kind)
+    if text_kind:
+        measured = [peaks[text_kind][2]] if text_kind in peaks else []
+        measured += ['%s near its limit: %s' % (kind, peaks[kind][2]) for kind in near]
+        cause = '%s: %s' % (text_kind, last_line(record.get('error'), 120))
+        if measured:
+            cause += ' (%s)' % '; '.join(measured)
+        return dict(kind=text_kind, how='text', cause=cause, text_kind=text_kind)
+    return dict(kind='', how='', cause='other: %s' % (last_line(record.get('error'), 120)
+                                                      or 'no error text'),
+                text_kind='')
+
+
+def classified(record):
+    """The record with its failure classified (classify_failure): exhausted, fd_exhausted,
+    exhausted_how, cause; a run that passed gets none of it."""
+    if record.get('ok') or record.get('cause'):
+        return record
+    found = classify_failure(record)
+    record['exhausted'] = found['kind']
+    record['fd_exhausted'] = found['kind'] == 'nofile'
+    record['exhausted_how'] = found['how']
+    record['cause'] = found['cause']
+    return record
+
+
 def dataloader_check_parse(stdout, rc=None, stderr='', label=''):
     """The smoke test's JSON line from a command's stdout, as a result record.
 
@@ -51,7 +159,7 @@ def dataloader_check_parse(stdout, rc=None, stderr='', label=''):
     if merged['ok'] and rc not in (0, None):
         merged['ok'] = False
         merged['error'] = merged.get('error') or 'exit status %s' % rc
-    return merged
+    return classified(merged)
 
 
 def dataloader_check_parse_run(result):
@@ -113,7 +221,7 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
     report = {'host': host, 'contexts': {}, 'canary': None,
               'shm_leftovers_removed': int(shm_leftovers or 0)}
     if canary_enabled:
-        canary = dict(_RESULT_DEFAULTS, **(canary or {}))
+        canary = classified(dict(_RESULT_DEFAULTS, **(canary or {})))
         failed = not canary['ok']
         entry = {
             'failed': failed,
@@ -123,6 +231,8 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             'peak_fds': canary.get('peak_fds'),
             'elapsed_s': canary.get('elapsed_s'),
         }
+        if failed:
+            entry['cause'] = canary.get('cause', '')
         report['canary'] = entry
         if not failed:
             problems.append('canary did not fail at nofile %s (peak %s fds): the check is '
@@ -131,13 +241,15 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             parts.append('canary PASSED (check broken)')
         elif not entry['fd_exhausted']:
             problems.append('canary failed for another reason than descriptors, the check is '
-                            'broken: %s' % last_line(entry['error']))
+                            'broken: %s' % (last_line(entry['error'])
+                                            if canary.get('exhausted_how') != 'peak'
+                                            else entry['cause']))
             parts.append('canary failed wrongly')
         else:
             parts.append('canary failed as expected at nofile %s (%s)'
                          % (entry['nofile_soft'], last_line(entry['error'], 70)))
     for name in sorted(contexts or {}):
-        record = dict(_RESULT_DEFAULTS, **(contexts[name] or {}))
+        record = classified(dict(_RESULT_DEFAULTS, **(contexts[name] or {})))
         report['contexts'][name] = record
         limit = '%s/%s' % (record.get('nofile_soft'), record.get('nofile_hard'))
         shown = '%s (%s)' % (name, record['engine']) if record.get('engine') else name
@@ -150,10 +262,15 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
                             record['peak_fds'], record.get('nofile_soft'), limit,
                             ', headroom %s' % headroom if headroom else ''))
         else:
-            problems.append('%s: %s (nofile %s)' % (shown, last_line(record['error']), limit))
-            parts.append('%s FAILED%s nofile %s' % (
+            # A run classified from its measured peaks says so before the error text, which
+            # (an EOFError of a worker queue) does not name the limit.
+            by_peak = record.get('exhausted_how') == 'peak'
+            problems.append('%s: %s%s (nofile %s)' % (
+                shown, '%s ran out (%s): ' % (record['exhausted'], _peak_text(record))
+                if by_peak else '', last_line(record['error']), limit))
+            parts.append('%s FAILED%s%s nofile %s' % (
                 shown, ' (%s ran out)' % record['exhausted'] if record.get('exhausted') else '',
-                limit))
+                ' at %s,' % _peak_text(record) if by_peak else '', limit))
     report['problems'] = problems
     report['ok'] = not problems
     verdict = 'OK' if not problems else 'FAILED'

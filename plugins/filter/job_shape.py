@@ -8,7 +8,16 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import (
+    classified, last_line, measured_peaks)
 from ansible_collections.gpufleet.tuning.plugins.module_utils import job_demand as jd
+
+# What the job's demand predicts for each limit a run can run out of, as words.
+_PREDICTED = {
+    'nofile': lambda need: '%d descriptors per process' % need['nofile'],
+    'nproc': lambda need: '%d threads' % need['threads'],
+    'shm': lambda need: '%.1f MiB of /dev/shm' % (need['shm_bytes'] / 1024.0 ** 2),
+}
 
 
 def _parse(job, field):
@@ -24,9 +33,50 @@ def job_shape(job, field='dataloader_job'):
     return _parse(job, field)
 
 
+def _failed_on(record, need):
+    """{item, how, cause, measured, peak, limit, predicted, predicted_fits} of a failed run
+    that ran out of a limit (from its measured peaks first, else its error text), or None."""
+    record = classified(dict(record))
+    kind = record.get('exhausted')
+    if record.get('ok') or not kind:
+        return None
+    peak = measured_peaks(record).get(kind)
+    wanted = {'nofile': need['nofile'], 'nproc': need['threads'],
+              'shm': need['shm_bytes']}[kind]
+    return dict(item=kind, how=record.get('exhausted_how') or 'text',
+                cause=record.get('cause', ''), measured=peak[2] if peak else '',
+                peak=peak[0] if peak else None, limit=peak[1] if peak else None,
+                predicted=wanted, predicted_fits=bool(peak) and wanted <= peak[1])
+
+
+def _fit_line(name, record, entry, need, soft):
+    """One context's part of the job-fit line: never says a limit holds the job when the run
+    ran out of it."""
+    failed_on = entry.get('failed_on')
+    if failed_on:
+        return '%s does NOT fit: the run ran out of %s (%s; predicted %s%s)' % (
+            name, failed_on['item'], failed_on['measured'] if failed_on['how'] == 'peak'
+            else ', '.join(['from the error text'] + ([failed_on['measured']]
+                                                      if failed_on['measured'] else [])),
+            _PREDICTED[failed_on['item']](need),
+            ': the prediction is too low for this context' if failed_on['predicted_fits']
+            else '')
+    headroom = entry.get('nofile_headroom')
+    limits = (' (nofile %s for a predicted %d per process, headroom %sx)'
+              % (soft, need['nofile'], headroom) if headroom else '')
+    if not record.get('ok'):
+        return '%s does NOT fit: the run failed, not on a limit (%s)%s' % (
+            name, last_line(record.get('error'), 100) or 'no error text', limits)
+    return '%s %s%s' % (name, 'fits' if entry['fits'] else 'does NOT fit', limits)
+
+
 def job_report(results, job, field='dataloader_job'):
     """Predicted against measured for each context of a dataloader_check run with the job's
-    shape: {demand, contexts: {name: {measured, fits, headroom, short}}, summary}."""
+    shape: {demand, contexts: {name: {measured, fits, headroom, short, failed_on}}, summary}.
+
+    A run that failed for want of a limit (``failed_on``: from its measured peaks, else its
+    error text) does not fit, and its line says which limit ran out and what the prediction
+    was, with no nofile headroom when nofile is what ran out."""
     parsed = _parse(job, field)
     need = jd.demand(parsed)
     report = {'job': parsed, 'demand': need, 'contexts': {}}
@@ -48,11 +98,14 @@ def job_report(results, job, field='dataloader_job'):
         headroom = (round(float(soft) / need['nofile'], 2)
                     if isinstance(soft, int) and need['nofile'] else None)
         fits = bool(record.get('ok')) and not short
-        report['contexts'][name] = dict(measured=measured, fits=fits, short=short,
-                                        nofile_headroom=headroom)
-        parts.append('%s %s%s' % (name, 'fits' if fits else 'does NOT fit',
-                                  ' (nofile %s for a predicted %d per process, headroom %sx)'
-                                  % (soft, need['nofile'], headroom) if headroom else ''))
+        failed_on = None if record.get('ok') else _failed_on(record, need)
+        if failed_on and failed_on['item'] == 'nofile':
+            headroom = None
+        entry = dict(measured=measured, fits=fits, short=short, nofile_headroom=headroom)
+        if failed_on:
+            entry['failed_on'] = failed_on
+        report['contexts'][name] = entry
+        parts.append(_fit_line(name, record, entry, need, soft))
     report['summary'] = 'job %d ranks x %d workers: %s' % (
         parsed['ranks_per_node'], parsed['num_workers'], '; '.join(parts) or 'no context run')
     return report
@@ -85,10 +138,13 @@ def dataloader_check_guidance(results, job=None, field='dataloader_check_job'):
         for name, entry in sorted(((results.get('job') or {}).get('contexts') or {}).items()):
             guidance['fits'][name] = {'fits': entry['fits'],
                                       'nofile_headroom': entry.get('nofile_headroom')}
+            if entry.get('failed_on'):
+                guidance['fits'][name]['ran_out'] = entry['failed_on']['item']
         if guidance['fits']:
             parts.append('fits: %s' % ', '.join(
                 '%s %s' % (n, ('yes (%sx nofile)' % f['nofile_headroom'])
-                           if f['fits'] else 'NO')
+                           if f['fits'] else 'NO' + (' (%s ran out)' % f['ran_out']
+                                                     if f.get('ran_out') else ''))
                 for n, f in sorted(guidance['fits'].items())))
         if parsed['pin_memory'] and not cuda:
             guidance['pin_memory'] = ('pin_memory=True pays only with a GPU copy; no GPU was '

@@ -7,8 +7,10 @@ PyTorch's default `file_descriptor` sharing strategy, so K tensors per sample an
 flight need thousands of descriptors at once (see docs/dataloader-check.md).
 
 Prints one JSON object (and writes it to --output): ok, error, fd_exhausted, samples_per_s,
-peak open fds of the main process and of the workers (sampled from /proc/PID/fd), the sharing
-strategy, and the limits the process saw (/proc/self/limits). Exit status 0 when ok, 1 when the
+peak open fds of the main process and of the workers (sampled from /proc/PID/fd), threads and
+/dev/shm bytes, the sharing strategy, and the limits the process saw (/proc/self/limits).
+``exhausted`` here is read from the error text only; the role's filter (dataloader_check_parse)
+classifies a failure whose text names no limit from the measured peaks against these limits. Exit status 0 when ok, 1 when the
 DataLoader failed, 2 when the test could not run at all (no torch, bad arguments).
 """
 import argparse
@@ -563,6 +565,7 @@ def run_ranks(args, result):
     result['peak_threads'] = sampler.peak_threads
     result['peak_processes'] = sampler.peak_processes
     result['peak_shm_bytes'] = sampler.peak_shm
+    result['shm_used_at_start_bytes'] = sampler.shm_base
     result['peak_rss_bytes'] = sampler.peak_rss
     failed = [r for r in ranks if not r.get('ok')]
     if failed:
@@ -664,6 +667,7 @@ def measure(torch, dataset, args, workers, result):
         result['peak_threads'] = sampler.peak_threads
         result['peak_processes'] = sampler.peak_processes
         result['peak_shm_bytes'] = sampler.peak_shm
+        result['shm_used_at_start_bytes'] = sampler.shm_base
         result['peak_rss_bytes'] = sampler.peak_rss
         result['workers_seen'] = len(sampler.workers_seen)
     expected = len(dataset) * args.epochs
