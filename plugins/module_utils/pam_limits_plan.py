@@ -202,9 +202,11 @@ def _lines_value(lines, nr_open=None):
     return soft, hard
 
 
-def plan_file(current_text, entries, state, exclusive=False, pam_version=None):
+def plan_file(current_text, entries, state, exclusive=False, pam_version=None, prune=()):
     """New file text for the request. ``current_text`` is None for a missing file;
-    ``pam_version`` decides how its lines are read (pam_limits_conf.parse)."""
+    ``pam_version`` decides how its lines are read (pam_limits_conf.parse). ``prune``: domains
+    whose lines for items not in ``entries`` are removed (limits_profile's own file holds
+    exactly the profile for the domains it writes; other domains' lines stay)."""
     limits_file = conf.parse(current_text or '', None, pam_version)
     wanted = dict((e.key, e) for e in entries)
     by_key = {}
@@ -220,7 +222,8 @@ def plan_file(current_text, entries, state, exclusive=False, pam_version=None):
         key = (line.domain, line.item) if line.domain is not None else None
         entry = wanted.get(key) if key else None
         if entry is None:
-            if not (exclusive and state == 'present'):
+            pruned = state == 'present' and key is not None and key[0] in prune
+            if not (exclusive and state == 'present') and not pruned:
                 out.append(line.raw)
             continue
         if state == 'absent':
@@ -377,7 +380,8 @@ def new_result(path):
 
 def plan_entries(entries, path, state='present', exclusive=False, on_conflict='fail',
                  force=False, mode=0o644, limits_conf=conf.LIMITS_CONF,
-                 limits_dir=conf.LIMITS_DIR, ceiling=None, result=None, pam_version=None):
+                 limits_dir=conf.LIMITS_DIR, ceiling=None, result=None, pam_version=None,
+                 prune=()):
     """Guards, layout, conflicts and the new file for typed ``entries`` ([Entry]); nothing
     written. ``pam_version``: Linux-PAM's, which decides how existing lines are read (None:
     unknown, pam_limits_conf.parse). Returns a changes.Change; raises changes.Failure."""
@@ -418,7 +422,7 @@ def plan_entries(entries, path, state='present', exclusive=False, on_conflict='f
 
     current_text = text_codec.decode_bytes(current)
     try:
-        new_text = plan_file(current_text, entries, state, exclusive, pam_version)
+        new_text = plan_file(current_text, entries, state, exclusive, pam_version, prune)
     except PlanError as exc:
         raise changes.Failure(str(exc), result, kind=errors.kind_of(exc))
 

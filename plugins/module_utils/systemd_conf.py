@@ -283,14 +283,20 @@ def read_conf(path, root=''):
 
 # --- planning an edit --------------------------------------------------------------------
 
-def plan_edit(text, section, prefix, limits, state, path=None):
+def plan_edit(text, section, prefix, limits, state, path=None, prune=False):
     """New text of a drop-in: ``limits`` {item: Limit} (or, for absent, item names or None
     for every Limit key) applied to ``text`` (None: no file). Returns the new text, or None when
-    the file should be removed (absent and no assignments left)."""
+    the file should be removed (absent and no assignments left). ``prune``: the drop-in is the
+    collection's own, and holds exactly ``limits``: other ``Limit*=`` keys go."""
     conf = ConfFile.parse(text or '', path)
     if state == 'present':
         if not text:
             conf = ConfFile.parse(HEADER + '[%s]\n' % section, path)
+        if prune:
+            for name in model.RLIMIT_ITEMS:
+                if name not in limits and conf.assignments(
+                        section, model.systemd_key(model.ITEMS[name], prefix)):
+                    conf.unset(section, model.systemd_key(model.ITEMS[name], prefix))
         for name in sorted(limits):
             item = model.ITEMS[name]
             key = model.systemd_key(item, prefix)

@@ -31,7 +31,7 @@ class SystemdRequest(object):
     (``limits`` for systemd_limits, ``profile`` for limits_profile)."""
 
     def __init__(self, limits, scope=None, unit=None, state='present', dropin=None,
-                 on_conflict='fail', force=False, field='limits'):
+                 on_conflict='fail', force=False, field='limits', prune=False):
         self.limits = limits
         self.scope = scope
         self.unit = unit
@@ -40,6 +40,7 @@ class SystemdRequest(object):
         self.on_conflict = on_conflict
         self.force = force
         self.field = field
+        self.prune = prune      # the drop-in holds exactly ``limits`` (limits_profile's own)
 
 
 def parse_request(limits, state, field='limits'):
@@ -225,7 +226,8 @@ def plan_change(req, run, ceiling=None):
     try:
         current = safe_file.read_bytes(path)
         current_text = text_codec.decode_bytes(current)
-        new_text = sdconf.plan_edit(current_text, section, prefix, request, state, path)
+        new_text = sdconf.plan_edit(current_text, section, prefix, request, state, path,
+                                    req.prune)
         overlay = {path: new_text}
         if unit:
             resolution = sdprec.resolve_unit(unit, overlay=overlay, extra=path)

@@ -38,7 +38,7 @@ class Crio(Context):
         def plan():
             return crio_plan.plan_crio(runtime_plan.RuntimeRequest(
                 self.limits(self.name, request, host, ceiling), request.paths[self.path_option],
-                force=request.force,
+                force=request.force, purge=True,
                 field='profile'), ceiling=ceiling)
         return [(self.name, plan)]
 

@@ -44,7 +44,7 @@ class Pam(Context):
             return pam_limits_plan.plan_entries(
                 entries, path, on_conflict=request.on_conflict, force=request.force,
                 limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, ceiling=ceiling,
-                pam_version=versions.pam_version(host))
+                pam_version=versions.pam_version(host), prune=request.domains)
         return [(self.name, plan)]
 
     def current(self, label, request, host):

@@ -36,7 +36,7 @@ class Podman(Context):
         def plan():
             return podman_plan.plan_podman(runtime_plan.RuntimeRequest(
                 self.limits(self.name, request, host, ceiling), request.paths[self.path_option],
-                shm_size=request.podman_shm_size, force=request.force,
+                shm_size=request.podman_shm_size, force=request.force, purge=True,
                 field='profile'), host, ceiling)
         return [(self.name, plan)]
 

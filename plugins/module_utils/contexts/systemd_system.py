@@ -23,7 +23,7 @@ def plan_manager(context, scope, request, host, ceiling):
         limits = registry.named(context).limits(context, request, host, ceiling)
         return systemd_plan.plan_change(systemd_plan.SystemdRequest(
             limits, scope=scope, dropin=request.dropin, on_conflict=request.on_conflict,
-            force=request.force, field='profile'), host.run_command, ceiling)
+            force=request.force, field='profile', prune=True), host.run_command, ceiling)
     return [(context, plan)]
 
 

@@ -49,7 +49,8 @@ class Units(Context):
                 limits = self.limits(PREFIX + unit, request, host, ceiling)
                 return systemd_plan.plan_change(systemd_plan.SystemdRequest(
                     limits, unit=unit, dropin=request.dropin,
-                    on_conflict=request.on_conflict, force=request.force, field='profile'),
+                    on_conflict=request.on_conflict, force=request.force, field='profile',
+                    prune=True),
                     host.run_command, ceiling)
             found.append((PREFIX + unit, plan))
         return found

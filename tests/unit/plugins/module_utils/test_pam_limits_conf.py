@@ -273,3 +273,13 @@ def test_wildcard_without_root_warns():
     assert not plan.wildcard_root_warnings(entries(
         {'domain': '*', 'item': 'nofile', 'value': 1024},
         {'domain': 'root', 'item': 'nofile', 'value': 1024}))
+
+
+def test_prune_removes_items_left_out_of_the_profile_for_its_domains_only():
+    """Issue 31 item 12: an item removed from limits_profile stayed in its own file; the file
+    holds exactly the profile for the domains it writes, other domains' lines stay."""
+    current = ('* soft nofile 16384\n* hard nofile 16384\n* soft nproc 8192\n* hard nproc 8192\n'
+               'trainer soft core 0\n')
+    text = plan.plan_file(current, entries({'domain': '*', 'item': 'nofile', 'value': 16384}),
+                          'present', prune=['*', 'root'])
+    assert text == '* soft nofile 16384\n* hard nofile 16384\ntrainer soft core 0\n'

@@ -300,3 +300,16 @@ def test_precedence_names_stay_reachable_from_systemd_conf():
         assert getattr(sc, name) is getattr(sp, name)
     with pytest.raises(AttributeError):
         getattr(sc, 'no_such_name')
+
+
+def test_plan_edit_prune_leaves_exactly_the_limits():
+    """Issue 31 item 12: limits_profile's own drop-in holds exactly the profile: an item
+    removed from it goes, and other keys and comments stay."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
+    text = '# ours\n[Manager]\nDefaultLimitNOFILE=16384\nDefaultLimitNPROC=8192\nDefaultTasksMax=90%\n'
+    new = sc.plan_edit(text, 'Manager', 'DefaultLimit', {'nofile': Limit(16384, 16384)},
+                       'present', prune=True)
+    assert new == '# ours\n[Manager]\nDefaultLimitNOFILE=16384\nDefaultTasksMax=90%\n'
+    assert sc.plan_edit(text, 'Manager', 'DefaultLimit', {'nofile': Limit(16384, 16384)},
+                        'present') == text
