@@ -72,8 +72,9 @@ def test_check_mode_and_read_only_modules_leave_the_node_unchanged(host, tmp_pat
         ('gpufleet.tuning.pam_limits_info', {'user': USER}),
         ('gpufleet.tuning.systemd_limits_info', {'scope': 'system', 'units': ['docker.service']}),
         ('gpufleet.tuning.systemd_limits_info', {'scope': 'user', 'user': USER}),
-        ('gpufleet.tuning.docker_ulimits_info', {}),
-        ('gpufleet.tuning.podman_ulimits_info', {}),
+        # (an empty argument string would reach ansible as raw params: name a default)
+        ('gpufleet.tuning.docker_ulimits_info', {'unit': 'docker.service'}),
+        ('gpufleet.tuning.podman_ulimits_info', {'run_options': []}),
     ]
     results = {}
     for module, args in calls:
