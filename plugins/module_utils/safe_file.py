@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import errno
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -43,6 +44,40 @@ def backup_path(path):
 
 
 STALE_AFTER = 3600
+#: backups of one file kept: the oldest (the file as it was before the collection's first
+#: write, which a way back restores from) and the newest ones up to this count
+KEEP_BACKUPS = 5
+_BACKUP_RE = re.compile(r'^\.(\d+)\.(\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d)~$')
+
+
+def backups(path):
+    """The backups of ``path`` (``NAME.PID.DATE~``), oldest first."""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    found = []
+    for other in names:
+        match = other.startswith(name) and _BACKUP_RE.match(other[len(name):])
+        if match:
+            found.append((match.group(2), int(match.group(1)), os.path.join(directory, other)))
+    return [full for _date, _pid, full in sorted(found)]
+
+
+def prune_backups(path, keep=KEEP_BACKUPS):
+    """Remove the backups of ``path`` beyond the oldest and the ``keep - 1`` newest (they
+    were never pruned: issue 31). Returns the paths removed."""
+    found = backups(path)
+    doomed = found[1:-(keep - 1)] if keep > 1 else found[1:]
+    removed = []
+    for old in doomed:
+        try:
+            os.unlink(old)
+            removed.append(old)
+        except OSError:
+            pass
+    return removed
 
 
 def remove_stale_temporaries(path, now=None):
@@ -93,6 +128,7 @@ def write_atomic(path, data, mode=0o644, backup=False, make_dirs=True, dir_mode=
             shutil.copy2(path, backup_file)
         except (IOError, OSError) as exc:
             raise FileError('%s: cannot write backup %s: %s' % (path, backup_file, exc))
+        prune_backups(path)
     remove_stale_temporaries(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp',
@@ -144,5 +180,6 @@ def remove(path, backup=False):
     if backup:
         backup_file = backup_path(path)
         shutil.copy2(path, backup_file)
+        prune_backups(path)
     os.unlink(path)
     return backup_file
