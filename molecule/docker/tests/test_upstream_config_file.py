@@ -50,7 +50,7 @@ def other_config(host):
 def test_docker_ulimits_writes_the_file_dockerd_reads(host, other_config):
     before = checksum(host, DAEMON_JSON)
     ok, result = run_module(host, 'gpufleet.tuning.docker_ulimits',
-                            {'ulimits': {'nofile': {'soft': 12345, 'hard': 23456}}})
+                            {'ulimits': {'nofile': {'soft': 12345, 'hard': 19999}}})
     assert ok, result['output']
     assert result['path'] == OTHER
     assert result['config_file'] == {'path': OTHER, 'source': DROPIN + ':3 (--config-file)'}
@@ -58,7 +58,7 @@ def test_docker_ulimits_writes_the_file_dockerd_reads(host, other_config):
     assert checksum(host, DAEMON_JSON) == before, 'the file dockerd does not read is untouched'
     assert _restart_dockerd(host)
     limits = container_limits(host, DOCKER)
-    assert (limits['nofile'].soft, limits['nofile'].hard) == (12345, 23456)
+    assert (limits['nofile'].soft, limits['nofile'].hard) == (12345, 19999)
     ok, info = run_module(host, 'gpufleet.tuning.docker_ulimits_info', {})
     assert ok and info['path'] == OTHER and info['problems'] == [], info['output']
     assert info['config']['default_ulimits']['nofile']['soft'] == 12345
