@@ -117,3 +117,19 @@ def test_the_request_keeps_per_label():
     assert limits == {'nofile': L(4096, 524288), 'nproc': L(2048, 2048)}
     assert sorted((r.item, r.side, r.action) for r in request.kept['unit:a.service']) == [
         ('nofile', 'hard', 'kept'), ('nproc', 'hard', 'lowered'), ('nproc', 'soft', 'lowered')]
+
+
+def test_the_floors_table_in_the_docs_is_the_code():
+    """docs/limit-model.md lists every floor with its reason: generated once, compared here so
+    that it cannot drift."""
+    import os
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+    with open(os.path.join(root, 'docs', 'limit-model.md')) as handle:
+        text = handle.read()
+    rows = {}
+    for line in text.split('<!-- floors:')[1].split('\n\n')[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if len(cells) == 3 and cells[0] in m.ITEMS:
+            rows[cells[0]] = (cells[1], cells[2])
+    assert rows == dict((name, (m.format_human(name, floor), why))
+                        for name, (floor, why) in m.FLOORS.items())
