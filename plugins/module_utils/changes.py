@@ -85,11 +85,18 @@ class Change(object):
             safe_file.write_atomic(self.path, self.encode(self.current), mode=self.mode)
 
 
+def warn(module, message):
+    """``module.warn`` with the node's name first: Ansible prints a module's warnings without
+    the host they come from, and on a fleet a warning that names no host is no use."""
+    import socket
+    module.warn('%s: %s' % (socket.gethostname(), message))
+
+
 def finish(module, change, backup=False, after_write=None):
     """Exit a single-format module: warnings, result, diff, then the write unless check mode.
     ``after_write(result)``, when given, runs after a write (what the write owes: a restart)."""
     for message in change.warnings:
-        module.warn(message)
+        warn(module, message)
     result = change.result
     result['changed'] = change.changed
     if change.changed and module._diff:

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import shlex
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
@@ -29,9 +30,9 @@ def login_baseline(module, user):
         try:
             entry['limits'] = effective.public_limits(effective.parse_probe(out, 'login'))
         except model.LimitError as exc:
-            module.warn('baseline: %s' % exc)
+            changes.warn(module, 'baseline: %s' % exc)
     else:
-        module.warn('baseline: %s exited %d: %s' % (command[0], rc, (err or out).strip()[:200]))
+        changes.warn(module, 'baseline: %s exited %d: %s' % (command[0], rc, (err or out).strip()[:200]))
     return {'login': entry}
 
 

@@ -282,6 +282,7 @@ present:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 
 
 def main():
@@ -307,9 +308,9 @@ def main():
     except audit.AuditError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     for message in warnings:
-        module.warn(message)
+        changes.warn(module, message)
     for problem in result['problems']:
-        module.warn('%s: %s' % (problem['context'], problem['msg']))
+        changes.warn(module, '%s: %s' % (problem['context'], problem['msg']))
     module.exit_json(**result)
 
 

@@ -537,10 +537,10 @@ def main():
     for record in result.get('overrides') or []:
         # shown on every run, changed or not: a user below the profile because of a line we
         # know about is never reported as a silent ok
-        module.warn('pam: %s' % record['reason'])
+        changes.warn(module, 'pam: %s' % record['reason'])
     for context, change in planned:
         for message in change.warnings:
-            module.warn('%s: %s' % (context, message))
+            changes.warn(module, '%s: %s' % (context, message))
         change.result['changed'] = change.changed
         result['per_context'][context] = change.result
         if context == 'docker':

@@ -135,6 +135,7 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
@@ -151,7 +152,7 @@ def main():
     )
     result = info.podman_report(module)
     for note in result['notes']:
-        module.warn(note)
+        changes.warn(module, note)
 
     image = module.params['image']
     if image:

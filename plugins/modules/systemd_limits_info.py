@@ -126,6 +126,7 @@ systemd_running:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import info
 
@@ -149,7 +150,7 @@ def main():
     except info.InfoError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     for error in errors:
-        module.warn(error)
+        changes.warn(module, error)
     module.exit_json(**result)
 
 
