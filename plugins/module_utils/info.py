@@ -80,6 +80,7 @@ def pam_report(params, host=None):
                 files.append(parsed)
     except (IOError, OSError) as exc:
         raise InfoError('cannot read limits files: %s' % exc, result)
+    result['ignored'] = ignored_limits_files(params['limits_dir'])
     for limits_file in files:
         result['files'].append(dict(path=limits_file.path, entries=[
             dict((k, v) for k, v in line.as_dict().items() if k not in ('path', 'text'))
@@ -97,6 +98,21 @@ def pam_report(params, host=None):
         result['other'] = conf.public_other(resolved['other'])
         result['no_limits'] = resolved['no_limits']
     return result
+
+
+def ignored_limits_files(limits_dir):
+    """Files in ``limits_dir`` that pam_limits never reads (it reads ``*.conf`` only): a
+    ``README`` or ``99-old.conf.disabled`` whose lines look like limits but apply to nobody.
+    The collection's own backups (``NAME.PID.DATE~``) are left out."""
+    import re
+    try:
+        names = sorted(os.listdir(limits_dir))
+    except OSError:
+        return []
+    backup = re.compile(r'\.conf\.\d+\.\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d~$')
+    return [os.path.join(limits_dir, name) for name in names
+            if not name.endswith('.conf') and not backup.search(name)
+            and os.path.isfile(os.path.join(limits_dir, name))]
 
 
 def configured_limits(resolution):

@@ -82,6 +82,14 @@ invalid:
   returned: always
   type: list
   elements: dict
+ignored:
+  description:
+    - Files in O(limits_dir) that pam_limits never reads (not C(*.conf)), such as a C(README)
+      or C(99-old.conf.disabled); the collection's own backups are left out.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/security/limits.d/99-old.conf.disabled]
 effective:
   description:
     - For each resource-limit item some line sets for O(user), what pam_limits applies at

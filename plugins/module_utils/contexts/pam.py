@@ -87,9 +87,11 @@ class Pam(Context):
 
     def report(self, auditor):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-        return info.pam_report(dict(user=auditor.user, limits_conf=LIMITS_CONF,
-                                    limits_dir=LIMITS_DIR, root_wildcards='auto'),
-                               auditor.host), []
+        report = info.pam_report(dict(user=auditor.user, limits_conf=LIMITS_CONF,
+                                      limits_dir=LIMITS_DIR, root_wildcards='auto'),
+                                 auditor.host)
+        return report, ['%s: pam_limits reads only *.conf in %s, so no line of this file applies'
+                        % (path, LIMITS_DIR) for path in report.get('ignored') or []]
 
     def audit_probe(self, report, auditor):
         return True

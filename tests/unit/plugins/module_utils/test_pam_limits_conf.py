@@ -283,3 +283,16 @@ def test_prune_removes_items_left_out_of_the_profile_for_its_domains_only():
     text = plan.plan_file(current, entries({'domain': '*', 'item': 'nofile', 'value': 16384}),
                           'present', prune=['*', 'root'])
     assert text == '* soft nofile 16384\n* hard nofile 16384\ntrainer soft core 0\n'
+
+
+def test_files_pam_limits_never_reads_are_listed(tmp_path):
+    """Issue 31 item 18: a README or 99-old.conf.disabled in limits.d looks like limits but
+    applies to nobody; the audit lists them (the collection's own backups left out)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+    for name in ('10-site.conf', 'README', '99-old.conf.disabled',
+                 '90-gpufleet-tuning.conf.123.2026-12-06@01:02:03~'):
+        (tmp_path / name).write_text('* soft nofile 4096\n')
+    (tmp_path / 'subdir').mkdir()
+    assert info.ignored_limits_files(str(tmp_path)) == [
+        str(tmp_path / '99-old.conf.disabled'), str(tmp_path / 'README')]
+    assert info.ignored_limits_files(str(tmp_path / 'missing')) == []
