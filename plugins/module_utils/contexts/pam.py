@@ -50,37 +50,37 @@ class Pam(Context):
     def current(self, label, request, host):
         """What a login of each domain gets now, the highest of the domains: the limits lines
         that apply to it (file:line), or, for a hard side no line sets, what the login service
-        inherits (the system manager's defaults)."""
+        inherits (the system manager's defaults, read only when a line is missing)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
         from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
         from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
         from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
         names = list(request.limits)
-        base = systemd_system.manager_now(host, names)
         try:
             files = [f for f in (conf.read_file(path, versions.pam_version(host))
                                  for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)) if f]
         except (IOError, OSError, ValueError):
             return {}   # the plan names the file it cannot read
+        sets = [conf.resolve(files, user, root_wildcards=root_wildcards())['effective']
+                for user in domain_users(request.domains)]
+        # the soft side a session starts with is not the service's (su - starts at 1024 under
+        # a shell of 20000): only lines count there; a hard side no line sets is inherited
+        unset = [n for n in names if any((e.get(n) or {}).get('hard') is None for e in sets)]
+        base = systemd_system.manager_now(host, unset)
         found = {}
-        for user in domain_users(request.domains):
-            effective = conf.resolve(files, user, root_wildcards=root_wildcards())['effective']
+        for effective in sets:
             for name in names:
                 entry = effective.get(name) or {}
                 for side in ('soft', 'hard'):
                     value, source = entry.get(side), entry.get(side + '_source')
                     if value is None and side == 'hard' and name in base:
-                        # the soft side a session starts with is not the service's (su -
-                        # starts at 1024 under a shell of 20000): only lines count there
-                        value, source = getattr(base[name][0], side), base[name][1]
-                    if value is None:
-                        continue
-                    sides = found.setdefault(name, {})
-                    if side not in sides or model.exceeds(value, sides[side][0]):
-                        sides[side] = (value, source)
+                        value, source = base[name][0].hard, base[name][1]
+                    have = found.setdefault(name, {}).get(side)
+                    if value is not None and (have is None or model.exceeds(value, have[0])):
+                        found[name][side] = (value, source)
         return dict((name, (model.Limit(s.get('soft', (None,))[0], s.get('hard', (None,))[0]),
                             '; '.join(sorted(set(v[1] for v in s.values() if v[1])))))
-                    for name, s in found.items())
+                    for name, s in found.items() if s)
 
     def probe_command(self, user, uid, params):
         return probes.login_command(user)
