@@ -37,6 +37,12 @@ def test_dockerd_waits_for_the_idle_node(host):
         assert service_identity(host, 'docker.service') == dockerd
         assert started_at(host, BUSY) == busy
         assert container_limits(host)['nofile'] == converged
+        # issue 31 item 15: the same run again on the still busy node changes nothing and says
+        # pending (it was a change on every run while the restart waited)
+        rc, out = run_role(host, limits_profile=LOWER, **DOCKER_ONLY)
+        assert rc == 0, out[-3000:]
+        assert re.search(r'changed=0\s', out) and re.search(r'[Pp]ending\W+docker', out), out[-3000:]
+        assert service_identity(host, 'docker.service') == dockerd
     finally:
         node(host, 'docker rm -f %s' % BUSY)
     # The node is idle now: the next run finds the restart still owed and does it.
