@@ -85,6 +85,19 @@ class Change(object):
             safe_file.write_atomic(self.path, self.encode(self.current), mode=self.mode)
 
 
+def undo_all(written):
+    """Put back every file of ``written`` ([(context, Change)], in write order), the last
+    written first; returns their paths, each failed one with why."""
+    restored = []
+    for _context, change in reversed(written):
+        try:
+            change.undo()
+            restored.append(change.path)
+        except (IOError, OSError) as exc:
+            restored.append('%s (NOT restored: %s)' % (change.path, exc))
+    return restored
+
+
 def warn(module, message):
     """``module.warn`` with the node's name first: Ansible prints a module's warnings without
     the host they come from, and on a fleet a warning that names no host is no use."""

@@ -104,13 +104,7 @@ def apply_all(planned, backup):
         try:
             change.apply(backup)
         except changes.Failure as exc:
-            restored = []
-            for _context, earlier in reversed(done):
-                try:
-                    earlier.undo()
-                    restored.append(earlier.path)
-                except (IOError, OSError) as undo_exc:
-                    restored.append('%s (NOT restored: %s)' % (earlier.path, undo_exc))
+            restored = changes.undo_all(done)
             raise changes.Failure('%s: %s; nothing else was written%s' % (
                 context, exc.msg,
                 (', restored: ' + ', '.join(restored)) if restored else ''), context=context)

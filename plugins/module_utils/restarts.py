@@ -176,13 +176,8 @@ def put_back(restarter, written, planned, done):
     that failed, done again with the earlier files, so that the node runs on them (a user
     manager, dockerd, the system manager's defaults). Returns (restored paths, what ran again:
     the Restarter's result, or the RestartError's message)."""
-    restored = []
-    for _context, change in reversed(written):
-        try:
-            change.undo()
-            restored.append(change.path)
-        except (IOError, OSError) as exc:
-            restored.append('%s (NOT restored: %s)' % (change.path, exc))
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+    restored = changes.undo_all(written)
     again = planned[:len(done.get('done') or []) + 1]
     if again and again[-1][0] == 'docker':
         again.append(('docker_wait', DOCKER_UNIT))
