@@ -353,9 +353,11 @@ def plan_undo(request, host):
 
 
 def undone(planned):
-    """The result's ``undone``: each file, what was (or would be) done to it."""
+    """The result's ``undone``: each file changed (or that would be), what is done to it,
+    and each one left as it is (``not_undone``)."""
     return [dict(found.result['undo'], context=label, path=found.path)
-            for label, found in planned]
+            for label, found in planned
+            if found.changed or found.result['undo']['action'] == NOT_UNDONE]
 
 
 def absent(module, params, result):
