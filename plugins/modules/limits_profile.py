@@ -63,7 +63,7 @@ options:
     type: dict
   state:
     description:
-      - C(absent) takes back what the collection wrote (docs/undo.md): its drop-ins and
+      - C(absent) takes back what the collection wrote (docs/undo.md). Its drop-ins and
         files go (the PAM file keeps other domains' lines); daemon.json's C(default-ulimits)
         and C(default-shm-size) get their value in the oldest backup (C(NAME.PID.DATE~)),
         else go; slurm.conf loses the lines it added; containerd's base specs and config.toml
