@@ -428,7 +428,7 @@ known_gaps:
   sample: ["/etc/security/limits.d/10-site.conf:1 (trainer soft nofile 2048) is more specific: trainer gets soft nofile 2048 instead of 16384"]
 probe_units:
   description:
-    - The units of RV(units) that can be probed (a template such as C(train@.service) cannot:
+    - The units of RV(units) that can be probed (a template such as C(train@.service) cannot;
       its running instances are listed in RV(actions) C(deferred), pending their restart).
   returned: success
   type: list
