@@ -104,12 +104,11 @@ DAEMON = {'log-driver': 'json-file', 'storage-driver': 'vfs'}
 
 
 def test_daemon_json_keys_come_back_from_the_oldest_backup(tmp_path):
-    earlier = dict(DAEMON, **{'default-ulimits': {'nofile': {'Name': 'nofile', 'Soft': 4096,
-                                                              'Hard': 8192}}})
+    earlier = dict(DAEMON, **{'default-ulimits': {
+        'nofile': {'Name': 'nofile', 'Soft': 4096, 'Hard': 8192}}})
     before = json.dumps(earlier, indent=4) + '\n'
-    now = dict(DAEMON, **{'default-ulimits': {'nofile': {'Name': 'nofile', 'Soft': 65536,
-                                                          'Hard': 65536}},
-                          'default-shm-size': '1G'})
+    now = dict(DAEMON, **{'default-ulimits': {
+        'nofile': {'Name': 'nofile', 'Soft': 65536, 'Hard': 65536}}, 'default-shm-size': '1G'})
     path = write(tmp_path / 'daemon.json', dj.render(dj.DaemonJson(now, indent=4)).decode())
     oldest = write(tmp_path / 'daemon.json.100.2026-01-01@10:00:00~', before)
     write(tmp_path / 'daemon.json.50.2026-02-01@10:00:00~', '{"default-shm-size": "2G"}\n')

@@ -107,8 +107,8 @@ def test_running_instances_of_a_template_in_one_call():
     def run(args):
         calls.append(args)
         return 0, 'train@b.service loaded active running Train b\ntrain@a.service loaded active running Train a\n', ''
-    assert sdlive.running_instances(run, 'train@.service') == ['train@a.service',
-                                                                'train@b.service']
+    assert sdlive.running_instances(run, 'train@.service') == [
+        'train@a.service', 'train@b.service']
     assert calls == [['systemctl', 'list-units', '--type=service', '--state=active', '--plain',
                       '--no-legend', '--no-pager', 'train@*.service']]
     assert sdpaths.is_template('train@.service')
