@@ -9,12 +9,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import pwd
 import shlex
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
 
 
@@ -104,6 +106,67 @@ def restart(module, params, result, verify, written=()):
     except probe_failure as exc:
         done['verified'] = exc.result
         module.fail_json(msg='verify: %s' % exc.msg, **result)
+
+
+def check_baseline_user(module, params, result):
+    """The limits role verifies as ``baseline_user`` after the change: a misspelt name is
+    refused now, before any file is written or anything restarted."""
+    if not params['baseline_user']:
+        return
+    try:
+        pwd.getpwnam(params['baseline_user'])
+    except KeyError:
+        module.fail_json(msg='baseline_user: %s does not exist on this host (the limits '
+                         'role passes limits_verify_user); nothing was written'
+                         % params['baseline_user'], **result)
+
+
+def check_overrides(module, params, result, planned):
+    """The pam change (or None), with ``overrides`` in the result; fails before anything is
+    written when users stay below the profile and ``on_override`` is fail."""
+    pam = dict(planned).get('pam')
+    if pam is not None:
+        result['overrides'] = override_records(pam.result)
+        below = [r['reason'] for r in result['overrides'] if r['kind'] == 'narrower']
+        if below and params['on_override'] == 'fail':
+            module.fail_json(msg='pam: users stay below the profile because of lines in other '
+                             'files: %s (nothing written; change those lines, or set '
+                             'on_override=warn; limits role: limits_on_override: warn)'
+                             % '; '.join(below), **result)
+    return pam
+
+
+def write(module, params, result, planned, changed):
+    """Write the changed files (not in check mode); the Changes written, or fail_json with
+    the earlier ones put back."""
+    if not changed or module.check_mode:
+        return []
+    try:
+        return pp.apply_all(planned, params['backup'])
+    except changes.Failure as exc:
+        module.fail_json(msg=exc.msg, **dict(result, **exc.result))
+
+
+def report_actions(module, params, result, planned):
+    """``actions`` (what the planned changes owe, under the restart policy), the warnings and
+    ``per_context`` of every planned change, and Docker's ``running_containers``."""
+    for record in result.get('overrides') or []:
+        # shown on every run, changed or not: a user below the profile because of a line we
+        # know about is never reported as a silent ok
+        changes.warn(module, 'pam: %s' % record['reason'])
+    result['actions'] = pp.actions(planned, module, params['restart_policy'])
+    # what is owed now, the restarts the policy defers left out: a busy node whose only owed
+    # restart waits is unchanged (changed=0), and reported pending, not changed, on every run
+    result['actions']['owed_now'] = restarts.owed(restarts.allowed(result['actions']))
+    for context, change in planned:
+        for message in change.warnings:
+            changes.warn(module, '%s: %s' % (context, message))
+        change.result['changed'] = change.changed
+        result['per_context'][context] = change.result
+        if context == 'docker':
+            result['running_containers'] = change.result.get('running_containers')
+    if 'running_containers' in result['actions']:
+        result['running_containers'] = result['actions'].pop('running_containers')
 
 
 def known_gaps(result, planned):

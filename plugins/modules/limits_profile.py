@@ -59,8 +59,20 @@ options:
       - No value below an item's floor is ever written, with or without O(force). The floors
         are nofile and nproc 1024, stack 8MiB, memlock 64KiB, as, data and fsize 1GiB, cpu 1
         hour, sigpending 1024, maxlogins and maxsyslogins 4 (docs/limit-model.md says why).
+      - Required with O(state=present); ignored with O(state=absent).
     type: dict
-    required: true
+  state:
+    description:
+      - C(absent) takes back what the collection wrote (docs/undo.md). Its drop-ins and
+        files go (the PAM file keeps other domains' lines); daemon.json's C(default-ulimits)
+        and C(default-shm-size) get their value in the oldest backup (C(NAME.PID.DATE~)),
+        else go; slurm.conf loses the lines it added; containerd's base specs and config.toml
+        come back from their oldest backup when only the collection's part differs, else are
+        reported in RV(undone). The same O(restart_policy), O(restart), O(backup) and check
+        mode apply. O(contexts) empty means every context.
+    type: str
+    choices: [present, absent]
+    default: present
   domains:
     description:
       - pam_limits domains the profile is written for. On Debian and Ubuntu C(*) does not
@@ -296,6 +308,12 @@ EXAMPLES = r'''
   failed_when: >-
     applied.restarted.failed_unit | length > 0
     or (applied.restarted.verified.gaps | default([]) | length > 0)
+
+- name: Take the collection's limits back off the node (playbooks/undo_limits.yml)
+  gpufleet.tuning.limits_profile:
+    state: absent
+    backup: true
+    restart: true
 '''
 
 RETURN = r'''
@@ -427,6 +445,12 @@ limits_kept:
   sample: [{context: systemd_system, item: nofile, side: hard, asked: 65536, before: 524288,
             after: 524288, action: kept,
             source: "the running system manager's default (systemctl show)"}]
+undone:
+  description: With O(state=absent), per file, C(action) (C(removed), C(edited), C(restored),
+    C(not_undone)), C(detail) and C(backup) (the backup restored from).
+  returned: when O(state=absent)
+  type: list
+  elements: dict
 context:
   description: The context whose guard or write failed.
   returned: failure
@@ -434,22 +458,21 @@ context:
   sample: docker
 '''
 
-import pwd
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_run as run
-from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
+from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo as undo
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            profile=dict(type='dict', required=True),
+            profile=dict(type='dict'),
+            state=dict(type='str', choices=['present', 'absent'], default='present'),
             domains=dict(type='list', elements='str', default=['*', 'root']),
             contexts=dict(type='list', elements='str', default=[], choices=pp.CONTEXTS),
             units=dict(type='list', elements='str', default=[]),
@@ -476,20 +499,15 @@ def main():
             docker_wait=dict(type='int', default=60),
             verify=dict(type='dict'),
         ),
+        required_if=[('state', 'present', ['profile'])],
         supports_check_mode=True,
     )
     params = module.params
     result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={},
                   probes=[])
-    if params['baseline_user']:
-        # the limits role verifies as this user after the change: refuse a misspelt name now,
-        # before any file is written or anything restarted
-        try:
-            pwd.getpwnam(params['baseline_user'])
-        except KeyError:
-            module.fail_json(msg='baseline_user: %s does not exist on this host (the limits '
-                             'role passes limits_verify_user); nothing was written'
-                             % params['baseline_user'], **result)
+    if params['state'] == 'absent':
+        undo.absent(module, params, result)
+    run.check_baseline_user(module, params, result)
     try:
         contexts, planned = pp.plan_profile(params, module)
     except changes.Failure as exc:
@@ -500,15 +518,7 @@ def main():
                        if c.startswith(registry.UNIT_PREFIX)]
     # a template (train@.service) cannot be probed itself: its instances are pending
     result['probe_units'] = [u for u in result['units'] if not sdpaths.is_template(u)]
-    pam = dict(planned).get('pam')
-    if pam is not None:
-        result['overrides'] = run.override_records(pam.result)
-        below = [r['reason'] for r in result['overrides'] if r['kind'] == 'narrower']
-        if below and params['on_override'] == 'fail':
-            module.fail_json(msg='pam: users stay below the profile because of lines in other '
-                             'files: %s (nothing written; change those lines, or set '
-                             'on_override=warn; limits role: limits_on_override: warn)'
-                             % '; '.join(below), **result)
+    pam = run.check_overrides(module, params, result, planned)
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)
     # checked before the first write; an unchanged node checks it only where a restart is owed
@@ -520,33 +530,12 @@ def main():
             and not module.check_mode):
         result['baseline'] = run.login_baseline(module, params['baseline_user'])
 
-    written = []
-    if changed and not module.check_mode:
-        try:
-            written = pp.apply_all(planned, params['backup'])
-        except changes.Failure as exc:
-            module.fail_json(msg=exc.msg, **dict(result, **exc.result))
+    written = run.write(module, params, result, planned, changed)
     result['files'] = [pp.file_record(context, change) for context, change in planned]
     result['limits_kept'] = [dict(record, context=context) for context, change in planned
                              for record in change.result.get('limits_kept') or []]
     result['known_gaps'] = run.known_gaps(result, planned)
-    result['actions'] = pp.actions(planned, module, params['restart_policy'])
-    # what is owed now, the restarts the policy defers left out: a busy node whose only owed
-    # restart waits is unchanged (changed=0), and reported pending, not changed, on every run
-    result['actions']['owed_now'] = restarts.owed(restarts.allowed(result['actions']))
-    for record in result.get('overrides') or []:
-        # shown on every run, changed or not: a user below the profile because of a line we
-        # know about is never reported as a silent ok
-        changes.warn(module, 'pam: %s' % record['reason'])
-    for context, change in planned:
-        for message in change.warnings:
-            changes.warn(module, '%s: %s' % (context, message))
-        change.result['changed'] = change.changed
-        result['per_context'][context] = change.result
-        if context == 'docker':
-            result['running_containers'] = change.result.get('running_containers')
-    if 'running_containers' in result['actions']:
-        result['running_containers'] = result['actions'].pop('running_containers')
+    run.report_actions(module, params, result, planned)
     if params['restart']:
         run.restart(module, params, result, verify, written)
     module.exit_json(**result)

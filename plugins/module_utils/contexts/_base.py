@@ -104,6 +104,12 @@ class Context(object):
         or raises changes.Failure."""
         return []
 
+    def undo_plans(self, request, host):
+        """[(label, plan)] for limits_profile's ``state=absent``: ``plan()`` returns the
+        changes.Change that takes back what the collection wrote here (its result's ``undo``
+        says how, profile_undo), or None when nothing of it is there; it writes nothing."""
+        return []
+
     def current(self, label, request, host):
         """{item: (Limit, source)}: what a new process of ``label`` gets now, before this run,
         for the items of ``request`` ({} or a missing item: unknown, and the profile is written

@@ -124,6 +124,25 @@ class ContainerdCri(Context):
         found.append((self.name, plan_config))
         return found
 
+    def undo_plans(self, request, host):
+        """Each handler's base spec and config.toml back from their oldest backup when only
+        what the collection writes there differs; else left, reported as not undone."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        if not self.detect():
+            return []
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+        try:
+            found = profile_undo.undo_containerd(request.paths[self.path_option])
+        except changes.Failure as exc:
+            failure = exc
+
+            def fail():
+                raise failure
+            return [(self.name, fail)]
+        return [(self.name if path == request.paths[self.path_option]
+                 else '%s:%s' % (self.name, path), lambda change=change: change)
+                for path, change in found]
+
     def current(self, label, request, host):
         """The highest rlimits of the handlers' base specs (``PATH process.rlimits``): what
         pods of those handlers get now. A handler without a base spec is left out (its pods

@@ -42,6 +42,12 @@ class Crio(Context):
                 field='profile'), ceiling=ceiling)
         return [(self.name, plan)]
 
+    def undo_plans(self, request, host):
+        """Its crio.conf.d drop-in removed: crio.service restarts under the policy."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        return [(self.name, lambda: profile_undo.remove_owned(
+            request.paths[self.path_option], 'drop-in'))]
+
     def current(self, label, request, host):
         """The ``default_ulimits`` CRI-O uses (the last file that sets the list, file:line:col);
         an item it does not set is unknown (pods then have crio.service's own limits)."""

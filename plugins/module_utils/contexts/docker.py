@@ -111,6 +111,20 @@ class Docker(Context):
                 field='profile'), host, ceiling, probe=False)
         return [(self.name, plan)]
 
+    def undo_plans(self, request, host):
+        """daemon.json's default-ulimits and default-shm-size as in its oldest backup, else
+        removed; dockerd restarts under the policy."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+
+        def plan():
+            try:
+                path = dockerd_config.target(request.paths[self.path_option], UNIT)[0]
+            except dockerd_config.ConfigFileError as exc:
+                from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+                raise changes.Failure(str(exc), dict(path=None), kind=exc.kind)
+            return profile_undo.daemon_json(path, UNIT)
+        return [(self.name, plan)]
+
     def current(self, label, request, host):
         """daemon.json's ``default-ulimits`` (file:line:column), or, for an item it does not
         set, containerd's own limits, which a new container inherits."""

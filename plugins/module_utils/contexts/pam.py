@@ -47,6 +47,14 @@ class Pam(Context):
                 pam_version=versions.pam_version(host), prune=request.domains)
         return [(self.name, plan)]
 
+    def undo_plans(self, request, host):
+        """Its file without the lines of the domains it writes; removed when nothing else
+        is left."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
+        return [(self.name, lambda: profile_undo.undo_pam(
+            request.paths[self.path_option], request.domains, versions.pam_version(host)))]
+
     def current(self, label, request, host):
         """What a login of each domain gets now, the highest of the domains: the limits lines
         that apply to it (file:line), or, for a hard side no line sets, what the login service

@@ -40,6 +40,12 @@ class Podman(Context):
                 field='profile'), host, ceiling)
         return [(self.name, plan)]
 
+    def undo_plans(self, request, host):
+        """Its containers.conf drop-in removed (no daemon: nothing restarts)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        return [(self.name, lambda: profile_undo.remove_owned(
+            request.paths[self.path_option], 'drop-in'))]
+
     def current(self, label, request, host):
         """containers.conf's ``default_ulimits`` as Podman reads them (file:line:col); an item
         no file sets is unknown (a container then has the podman process's own limits)."""

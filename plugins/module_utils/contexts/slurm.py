@@ -75,6 +75,18 @@ class Slurm(Context):
     def plans(self, request, host, ceiling):
         return [(self.name, lambda: self.plan(request))]
 
+    def undo_plans(self, request, host):
+        """slurm.conf without the lines the collection added (byte for byte): slurmd
+        restarts under the policy. A configless cache is never edited."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+
+        def plan():
+            path = request.paths.get(self.path_option) or sn.find_conf().path
+            if path is None or sn.in_cache(path):
+                return None
+            return profile_undo.undo_slurm(path)
+        return [(self.name, plan)]
+
     def plan(self, request):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
         from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc

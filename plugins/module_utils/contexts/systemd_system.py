@@ -78,6 +78,12 @@ class SystemdSystem(Context):
     def plans(self, request, host, ceiling):
         return plan_manager(self.name, sdpaths.SYSTEM, request, host, ceiling)
 
+    def undo_plans(self, request, host):
+        """Its drop-in removed: the system manager is re-executed (a re-exec)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        return [(self.name, lambda: profile_undo.remove_dropin(
+            sdpaths.dropin_path(sdpaths.SYSTEM, None, request.dropin), host, sdpaths.SYSTEM))]
+
     def current(self, label, request, host):
         return manager_current(sdpaths.SYSTEM, request, host)
 

@@ -48,6 +48,12 @@ class SystemdUser(Context):
             return change
         return [(label, capped_plan)]
 
+    def undo_plans(self, request, host):
+        """Its drop-in removed: the running user managers restart under the policy."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        return [(self.name, lambda: profile_undo.remove_dropin(
+            sdpaths.dropin_path(sdpaths.USER, None, request.dropin), host, sdpaths.USER))]
+
     def current(self, label, request, host):
         return manager_current(sdpaths.USER, request, host)
 

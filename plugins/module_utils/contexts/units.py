@@ -55,6 +55,18 @@ class Units(Context):
             found.append((PREFIX + unit, plan))
         return found
 
+    def undo_plans(self, request, host):
+        """The drop-ins of ``units`` and of the units the contexts name removed, and, with
+        every context asked for, of every unit that has the collection's: a daemon-reload,
+        and each running unit's restart under the policy."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import CONFIGURED
+        every = set(CONFIGURED) <= set(request.contexts)
+        found = profile_undo.unit_dropins(request.dropin, unit_list(request.units,
+                                                                    request.contexts), every)
+        return [(PREFIX + unit, lambda unit=unit, path=path: profile_undo.remove_dropin(
+            path, host, None, unit)) for unit, path in sorted(found.items())]
+
     def current(self, label, request, host):
         """The unit's own ``Limit*=`` (file:line), or what systemd has loaded for it (the
         manager's defaults) where its files set none."""

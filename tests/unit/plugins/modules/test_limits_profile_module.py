@@ -138,3 +138,19 @@ def test_a_value_below_the_floor_is_refused_with_force_and_nothing_is_written(tm
     assert result['failed'] is True, result
     assert result['msg'].startswith('profile.nofile: soft nofile 0 is below the floor 1024'), result
     assert list(limits_d.iterdir()) == []
+
+
+def test_state_absent_takes_the_profile_back_and_changes_nothing_in_check_mode(tmp_path, limits_d):
+    """issue 31 item 22: the written file goes again; check mode and diff first."""
+    assert run_module(tmp_path, {}).get('changed') is True
+    ours = limits_d / '90-gpufleet-tuning.conf'
+    written = ours.read_text()
+    args = dict(state='absent', profile=None, backup=True)
+    result = run_module(tmp_path, args, check=True, diff=True)
+    assert result['changed'] is True and ours.read_text() == written, result
+    assert result['diff'][0]['after_header'] == '/dev/null'
+    assert result['undone'][0]['action'] == 'removed'
+    result = run_module(tmp_path, args)
+    assert result['changed'] is True and not ours.exists(), result
+    assert result['files'][0]['removed'] is True and result['files'][0]['backup_file']
+    assert run_module(tmp_path, args)['changed'] is False
