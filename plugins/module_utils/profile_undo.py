@@ -21,15 +21,12 @@ __metaclass__ = type
 import difflib
 import json
 import os
-import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
 
-# safe_file.backup_path: NAME.PID.YYYY-MM-DD@HH:MM:SS~
-BACKUP = re.compile(r'^\.(\d+)\.(\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d)~$')
 #: prefix of the systemd paths (unit tests point it at a temporary tree)
 ROOT = ''
 
@@ -37,18 +34,9 @@ REMOVED, RESTORED, EDITED, NOT_UNDONE = 'removed', 'restored', 'edited', 'not_un
 
 
 def backups(path):
-    """The backups of ``path`` the collection wrote, oldest first."""
-    directory, name = os.path.split(os.path.abspath(path))
-    try:
-        entries = os.listdir(directory)
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        match = BACKUP.match(entry[len(name):]) if entry.startswith(name) else None
-        if match:
-            found.append((match.group(2), int(match.group(1)), os.path.join(directory, entry)))
-    return [full for _date, _pid, full in sorted(found)]
+    """The backups of ``path`` the collection wrote, oldest first (safe_file's, which keeps
+    the oldest when it prunes them)."""
+    return safe_file.backups(path)
 
 
 def oldest_backup(path):
