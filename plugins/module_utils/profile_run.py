@@ -158,6 +158,13 @@ def report_actions(module, params, result, planned):
     # what is owed now, the restarts the policy defers left out: a busy node whose only owed
     # restart waits is unchanged (changed=0), and reported pending, not changed, on every run
     result['actions']['owed_now'] = restarts.owed(restarts.allowed(result['actions']))
+    for record in result['actions'].get('deferred') or []:
+        # said on every run while it waits, changed or not: the role's report runs only when
+        # something changed, and an unchanged busy node ends the role early
+        changes.warn(module, 'pending: %s: the restart of %s waits (restart_policy %s: %s); new '
+                     'processes there keep the earlier limits until it is done'
+                     % (record.get('context') or record['unit'], record['unit'],
+                        params['restart_policy'], record['reason']))
     for context, change in planned:
         for message in change.warnings:
             changes.warn(module, '%s: %s' % (context, message))
