@@ -27,25 +27,25 @@ _GIB = 1024 * _MIB
 #: item -> (floor in kernel units, why). Items not listed have no floor (0 is a sane value:
 #: core 0 turns core dumps off; nice, rtprio and priority 0 are the defaults).
 FLOORS = {
-    'nofile': (1024, 'sudo, sshd, PAM session modules and systemd need more than a handful of '
-                     'descriptors; 1024 is the kernel default soft limit they are built for'),
-    'nproc': (1024, 'counts every thread of the user across all sessions: below it a login, '
-                    'sudo or the user manager cannot fork'),
-    'stack': (8 * _MIB, "the kernel's and every distribution's default soft stack: sshd, sudo "
-                        'and shells are built and tested with it'),
-    'memlock': (64 * _KIB, 'the kernel default before 5.16; systemd, sshd and gpg lock small '
-                           'buffers'),
-    'as': (_GIB, 'below it sshd, sudo and shells (and CUDA, which maps large ranges) cannot '
-                 'start'),
-    'data': (_GIB, 'below it sshd, sudo and shells cannot allocate their heap'),
-    'fsize': (_GIB, 'below it sudo, login accounting and logs get SIGXFSZ on their writes'),
-    'cpu': (3600, 'a session, sudo or a user manager that outlives its CPU seconds is killed '
-                  '(SIGXCPU/SIGKILL)'),
-    'sigpending': (1024, 'below it queued signals fail, which systemd and shells rely on'),
-    'maxlogins': (4, '0 refuses every login of the user; a shell, Ansible and scp at once need '
-                     'more than one'),
-    'maxsyslogins': (4, '0 refuses every login on the host; a shell, Ansible and scp at once '
-                        'need more than one'),
+    'nofile': (1024, "the kernel's default soft limit, which sshd, sudo and systemd are built "
+                     'for; a profile of nofile 0 stopped every login, sudo included'),
+    'nproc': (1024, 'it counts every process and thread of the user across all sessions: at 1 '
+                    'no login can start a program'),
+    'stack': (8 * _MIB, "the kernel's default soft stack size, which programs are built and "
+                        'tested with'),
+    'memlock': (64 * _KIB, "the kernel's default before Linux 5.16"),
+    'as': (_GIB, 'programs reserve address space when they start (CUDA far more): below it they '
+                 'fail to start'),
+    'data': (_GIB, 'programs allocate their heap against it: below it they fail to start'),
+    'fsize': (_GIB, 'a write past it kills the writer with SIGXFSZ (logs, downloads, '
+                    'checkpoints)'),
+    'cpu': (3600, 'a process past it is killed (SIGXCPU, then SIGKILL): a login shell or user '
+                  'manager that lives for days reaches any small value'),
+    'sigpending': (1024, 'signals queued beyond it fail (sigqueue returns EAGAIN)'),
+    'maxlogins': (4, 'pam_limits refuses every login of the user at 0 and a second session at '
+                     '1'),
+    'maxsyslogins': (4, 'pam_limits refuses every login on the host at 0 and a second session '
+                        'at 1'),
 }
 
 
