@@ -89,9 +89,9 @@ def test_check_and_diff_mode(host, module):
     ok, result, out = module('gpufleet.tuning.systemd_limits', {
         'unit': 'gpufleet-sleeper', 'limits': {'nofile': {'soft': 8192, 'hard': 12000},
                                                'memlock': '2MiB', 'cpu': '90min',
-                                               'nproc': 999}}, check=True, diff=True)
+                                               'nproc': 9999}}, check=True, diff=True)
     assert ok and result['changed'], out
-    assert '+LimitNPROC=999' in out
+    assert '+LimitNPROC=9999' in out
     assert result['restart_required'] == [UNIT]
     assert checksums(host, MANAGED) == before
 
@@ -115,14 +115,14 @@ def test_absent_removes_only_its_keys_then_the_file(host, module):
     host.check_output("printf '[Service]\\nExecStart=/bin/true\\n' "
                       "> /etc/systemd/system/gpufleet-scratch.service")
     ok, result, out = module('gpufleet.tuning.systemd_limits', {
-        'unit': 'gpufleet-scratch', 'limits': {'nofile': 5000, 'nproc': 600}})
+        'unit': 'gpufleet-scratch', 'limits': {'nofile': 5000, 'nproc': 6000}})
     assert ok and result['changed'] and result['restart_required'] == [], out
     host.check_output('printf "# mine\\n" >> %s' % scratch)
     ok, result, out = module('gpufleet.tuning.systemd_limits', {
         'unit': 'gpufleet-scratch', 'state': 'absent', 'limits': {'nofile': None}})
     assert ok and result['changed'], out
     text = host.file(scratch).content_string
-    assert 'LimitNOFILE' not in text and 'LimitNPROC=600\n' in text and text.endswith('# mine\n')
+    assert 'LimitNOFILE' not in text and 'LimitNPROC=6000\n' in text and text.endswith('# mine\n')
     ok, result, out = module('gpufleet.tuning.systemd_limits', {
         'unit': 'gpufleet-scratch', 'state': 'absent'})
     assert ok and result['changed'], out

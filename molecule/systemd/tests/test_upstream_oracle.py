@@ -12,7 +12,8 @@ from unit.plugins.module_utils.test_oracle_systemd import CASES, SINCE
 
 UNIT = 'gpufleet-oracle%d.service'
 BODY = '[Service]\nType=oneshot\nExecStart=/bin/true\n'
-KEYS = dict((name, m.systemd_key(name)) for name in ('cpu', 'memlock', 'nofile', 'nice'))
+# every item the ported cases use (the rlimit_parse table covers them all, issue 31)
+KEYS = dict((name, m.systemd_key(name)) for name in sorted(set(case[1] for case in CASES)))
 
 
 def _show(host, unit, key):
