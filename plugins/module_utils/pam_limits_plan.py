@@ -307,10 +307,29 @@ def find_conflicts(entries, files, target, replaced=None):
                                              '%s gets %s %s %s instead of %s'
                                              % (line.where, conf.CLASS_NAMES[klass],
                                                 entry.domain, line.domain, line.type,
-                                                line.item, line.value,
+                                                line.item, clamped_value(line, files, entry),
                                                 entry_value(entry, line.sides()))})
                     overrides.append(record)
     return conflicts, overrides
+
+
+def clamped_value(line, files, entry):
+    """What a narrower soft-only line gives its users: pam_limits clamps a soft value above
+    the hard one to it, and the hard one is the domain's own hard line or else the entry's
+    (issue 31: ``@ml soft memlock unlimited`` was said to give unlimited under a hard 8192)."""
+    value = line.kernel_value()
+    if line.type != 'soft' or value is None:
+        return line.value
+    hard = entry.limit.hard
+    for limits_file in files:
+        for other in limits_file.lines:
+            if other.kind == 'entry' and other.domain == line.domain and \
+                    other.item == line.item and other.type in ('hard', '-'):
+                hard = other.kernel_value()
+    if hard is None or not model.exceeds(value, hard):
+        return line.value
+    return '%s (its %s, clamped to the hard %s)' % (
+        model.to_limits_conf(entry.item, hard), line.value, model.format_human(entry.item, hard))
 
 
 def wildcard_root_warnings(entries):

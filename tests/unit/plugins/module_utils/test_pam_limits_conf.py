@@ -296,3 +296,18 @@ def test_files_pam_limits_never_reads_are_listed(tmp_path):
     assert info.ignored_limits_files(str(tmp_path)) == [
         str(tmp_path / '99-old.conf.disabled'), str(tmp_path / 'README')]
     assert info.ignored_limits_files(str(tmp_path / 'missing')) == []
+
+
+def test_a_narrower_soft_line_above_the_hard_one_is_said_clamped():
+    """Issue 31 item 18: `@ml soft memlock unlimited` was warned as giving unlimited, but
+    pam_limits clamps a soft value to the hard one (the profile's 8192 here)."""
+    files = [conf.parse('@ml soft memlock unlimited\n', '/d/10-ml.conf')]
+    _conflicts, overrides = plan.find_conflicts(
+        entries({'domain': '*', 'item': 'memlock', 'value': 8192}), files, '/d/90-x.conf')
+    assert overrides[0]['reason'] == (
+        '/d/10-ml.conf:1 (group) overrides * for the users it matches: @ml gets soft memlock '
+        '8192 (its unlimited, clamped to the hard 8MiB) instead of 8192')
+    files = [conf.parse('@ml soft memlock unlimited\n@ml hard memlock unlimited\n', '/d/10-ml.conf')]
+    _conflicts, overrides = plan.find_conflicts(
+        entries({'domain': '*', 'item': 'memlock', 'value': 8192}), files, '/d/90-x.conf')
+    assert 'gets soft memlock unlimited instead' in overrides[0]['reason']
