@@ -59,7 +59,7 @@ def test_docker_ulimits_writes_the_file_dockerd_reads(host, other_config):
     assert _restart_dockerd(host)
     limits = container_limits(host, DOCKER)
     assert (limits['nofile'].soft, limits['nofile'].hard) == (12345, 19999)
-    ok, info = run_module(host, 'gpufleet.tuning.docker_ulimits_info', {})
+    ok, info = run_module(host, 'gpufleet.tuning.docker_ulimits_info', {'unit': 'docker.service'})
     assert ok and info['path'] == OTHER and info['problems'] == [], info['output']
     assert info['config']['default_ulimits']['nofile']['soft'] == 12345
 
