@@ -27,8 +27,9 @@ def run_module(host, module, args, check=False, diff=False):
     printed output is returned too (and stored as result['output']).
     """
     with tempfile.TemporaryDirectory() as tree:
-        cmd = ansible_command(host, ['ansible', '--tree', tree, '-m', module,
-                                     '-a', json.dumps(args)])
+        # no -a for no arguments: '{}' would reach ansible as raw params
+        cmd = ansible_command(host, ['ansible', '--tree', tree, '-m', module]
+                              + (['-a', json.dumps(args)] if args else []))
         if check:
             cmd.append('--check')
         if diff:
