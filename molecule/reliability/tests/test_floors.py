@@ -36,10 +36,10 @@ def test_a_user_at_every_floor_can_log_in_and_work(host):
         uid = output(host, 'id -u %s' % USER).strip()
         node(host, 'systemctl restart user@%s.service' % uid)
         assert output(host, 'systemctl is-active user@%s.service || true' % uid).strip() == 'active'
-        # the manager answers on its bus once its dbus socket is up again (a moment after the
-        # restart returns)
-        node(host, 'for i in $(seq 40); do test -S /run/user/%s/bus && exit 0; sleep 0.25; done; '
-                   'exit 1' % uid)
+        # systemd-run --user talks to the manager on its socket, there a moment after the
+        # restart returns
+        node(host, 'for i in $(seq 60); do test -S /run/user/%s/systemd/private && exit 0; '
+                   'sleep 0.25; done; exit 1' % uid)
         as_user = 'runuser -u %s -- env XDG_RUNTIME_DIR=/run/user/%s ' % (USER, uid)
         out = output(host, as_user + 'systemd-run --user --wait --pipe --quiet sh -c "ulimit -n"')
         assert int(out.split()[-1]) >= 1024, out
