@@ -41,8 +41,14 @@ def test_a_user_at_every_floor_can_log_in_and_work(host):
         node(host, 'for i in $(seq 60); do test -S /run/user/%s/systemd/private && exit 0; '
                    'sleep 0.25; done; exit 1' % uid)
         as_user = 'runuser -u %s -- env XDG_RUNTIME_DIR=/run/user/%s ' % (USER, uid)
-        out = output(host, as_user + 'systemd-run --user --wait --pipe --quiet sh -c "ulimit -n"')
-        assert int(out.split()[-1]) >= 1024, out
+        node(host, as_user + 'systemd-run --user --quiet --unit=gpufleet-floor-probe sleep 60')
+        try:
+            pid = output(host, as_user + 'systemctl --user show -p MainPID --value '
+                         'gpufleet-floor-probe').strip()
+            service = m.parse_proc_limits(output(host, 'cat /proc/%s/limits' % pid))
+            assert service['nofile'].soft >= 1024, service['nofile']
+        finally:
+            node(host, as_user + 'systemctl --user stop gpufleet-floor-probe', check=False)
     finally:
         node(host, 'rm -f %s %s.*~' % (FLOOR_FILE, FLOOR_FILE), check=False)
         node(host, 'systemctl restart user@$(id -u %s).service' % USER, check=False)
