@@ -82,10 +82,9 @@ def plan_profile(params, host):
                                   **exc.result)
         kept = request.kept.get(label) or []
         if kept:
-            # every hard value kept, raised or lowered, and every soft value kept, is said
+            # every hard value kept, raised or lowered, and every soft value kept (said in one
+            # warning for all contexts: profile_run.report_actions)
             change.result['limits_kept'] = [record.as_dict() for record in kept]
-            change.warnings = list(getattr(change, 'warnings', None) or []) + [
-                record.message() for record in kept if record.action != 'raised']
         planned.append((label, change))
     for label, change in planned:
         if change.changed:

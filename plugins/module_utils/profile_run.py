@@ -174,6 +174,13 @@ def report_actions(module, params, result, planned):
             result['running_containers'] = change.result.get('running_containers')
     if 'running_containers' in result['actions']:
         result['running_containers'] = result['actions'].pop('running_containers')
+    said = ['%s: %s' % (record['context'], model.Kept(**dict(
+        (k, v) for k, v in record.items() if k != 'context')).message())
+        for record in result.get('limits_kept') or [] if record['action'] != 'raised']
+    if said:
+        # one warning a node, not one a side: a converged node says it on every run
+        changes.warn(module, 'values the profile does not set as asked (all in limits_kept): '
+                     + '; '.join(said))
 
 
 def known_gaps(result, planned):
