@@ -52,8 +52,8 @@ options:
         hard limit, and keeps any higher soft or hard limit it has now (the limits lines and
         the hard limit logins inherit, the managers' files or running defaults, a unit's
         C(Limit*=) or loaded values, C(daemon.json) or containerd's own limits). A kept value
-        above the node's hard ceiling is capped there. RV(limits_kept) and a warning report
-        each kept value.
+        above the node's hard ceiling is capped there. RV(limits_kept) reports each kept
+        value, and one warning a run lists them.
       - A side named in C(soft)/C(hard) is written as given, lower or not. A lowered value is
         reported too.
       - No value below an item's floor is ever written, with or without O(force). The floors
