@@ -30,6 +30,7 @@ class Request(object):
         # {item: (soft named, hard named)}: a side not named is a minimum (model.keep)
         self.named = dict(named) if named is not None else {}
         self.kept = {}                  # {label: [model.Kept]}, filled by limits_for
+        self._read = {}                 # what the node was read for once in this call (read)
         self.contexts = list(contexts)  # the configured contexts to write
         self.domains = list(domains)
         self.units = list(units)
@@ -41,6 +42,14 @@ class Request(object):
         self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
         self.slurm_conf_edit = slurm_conf_edit
         self.containerd_create_spec = containerd_create_spec  # containerd_cri: create base specs
+
+    def read(self, key, function):
+        """``function()``, read from the node once for this call: what several contexts read
+        (Linux-PAM's version from dpkg's status file, the system manager's defaults) is not
+        read again."""
+        if key not in self._read:
+            self._read[key] = function()
+        return self._read[key]
 
     def limits_for(self, label, current, ceiling=None):
         """{item: Limit} to write for ``label``: the profile, with every higher value the

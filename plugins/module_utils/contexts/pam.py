@@ -31,7 +31,6 @@ class Pam(Context):
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
         from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
 
         def plan():
             path = request.paths[self.path_option]
@@ -44,7 +43,7 @@ class Pam(Context):
             return pam_limits_plan.plan_entries(
                 entries, path, on_conflict=request.on_conflict, force=request.force,
                 limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, ceiling=ceiling,
-                pam_version=versions.pam_version(host), prune=request.domains)
+                pam_version=pam_version(request, host), prune=request.domains)
         return [(self.name, plan)]
 
     def undo_plans(self, request, host):
@@ -61,11 +60,11 @@ class Pam(Context):
         inherits (the system manager's defaults, read only when a line is missing)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
         from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
         from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
         names = list(request.limits)
         try:
-            files = [f for f in (conf.read_file(path, versions.pam_version(host))
+            version = pam_version(request, host)
+            files = [f for f in (conf.read_file(path, version)
                                  for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)) if f]
         except (IOError, OSError, ValueError):
             return {}   # the plan names the file it cannot read
@@ -74,7 +73,7 @@ class Pam(Context):
         # the soft side a session starts with is not the service's (su - starts at 1024 under
         # a shell of 20000): only lines count there; a hard side no line sets is inherited
         unset = [n for n in names if any((e.get(n) or {}).get('hard') is None for e in sets)]
-        base = systemd_system.manager_now(host, unset)
+        base = systemd_system.manager_now(request, host, unset)
         found = {}
         for effective in sets:
             for name in names:
@@ -106,6 +105,12 @@ class Pam(Context):
 
     def configured(self, report):
         return (report or {}).get('effective') or {}
+
+
+def pam_version(request, host):
+    """The node's Linux-PAM version, read once a call (a parse of dpkg's status file)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
+    return request.read('pam_version', lambda: versions.pam_version(host))
 
 
 def root_wildcards():

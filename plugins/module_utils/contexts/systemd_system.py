@@ -37,21 +37,24 @@ def configured_now(resolution, names):
     return found
 
 
-def manager_now(host, names):
+def manager_now(request, host, names):
     """{item: (Limit, source)} of the running system manager's defaults (what a new service,
-    sshd's sessions and a user manager start with), for ``names``; {} when it cannot be read."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+    sshd's sessions and a user manager start with), for ``names``; {} when it cannot be read.
+    One ``systemctl show`` a call at most (Request.read), whoever asks first."""
     if not names:
         return {}
-    if not sdlive.systemd_running():
-        limits = host_limits.proc_limits('1')
-        source = 'PID 1 (/proc/1/limits)'
-    else:
-        limits, _error = sdlive.manager_live(
-            lambda args: host.run_command(args, environ_update=commands.live_env()))
-        source = "the running system manager's default (systemctl show)"
+    limits, source = request.read('manager_now', lambda: _manager_defaults(host))
     return dict((name, (limits[name], source)) for name in names if name in (limits or {}))
+
+
+def _manager_defaults(host):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+    if not sdlive.systemd_running():
+        return host_limits.proc_limits('1'), 'PID 1 (/proc/1/limits)'
+    limits, _error = sdlive.manager_live(
+        lambda args: host.run_command(args, environ_update=commands.live_env()))
+    return limits, "the running system manager's default (systemctl show)"
 
 
 def manager_current(scope, request, host):
@@ -60,7 +63,7 @@ def manager_current(scope, request, host):
     from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
     names = list(request.limits)
     found = configured_now(systemd_precedence.resolve_manager(scope), names)
-    found.update(manager_now(host, [n for n in names if n not in found]))
+    found.update(manager_now(request, host, [n for n in names if n not in found]))
     return found
 
 

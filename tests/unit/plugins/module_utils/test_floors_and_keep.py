@@ -133,3 +133,15 @@ def test_the_floors_table_in_the_docs_is_the_code():
             rows[cells[0]] = (cells[1], cells[2])
     assert rows == dict((name, (m.format_human(name, floor), why))
                         for name, (floor, why) in m.FLOORS.items())
+
+
+def test_what_several_contexts_read_from_the_node_is_read_once_a_call():
+    """The keep rule's reads (Linux-PAM's version from dpkg's status file, the system manager's
+    defaults with systemctl show) are asked for by PAM, both managers and the plan: one read
+    a call (Request.read), not one per context or per limits file."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+    request = Request({'nofile': 4096}, {'nofile': L(4096, 4096)}, ['pam'])
+    calls = []
+    for _ in range(3):
+        assert request.read('pam_version', lambda: calls.append(1) or (1, 5, 2)) == (1, 5, 2)
+    assert calls == [1]
