@@ -142,6 +142,6 @@ def test_what_several_contexts_read_from_the_node_is_read_once_a_call():
     from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
     request = Request({'nofile': 4096}, {'nofile': L(4096, 4096)}, ['pam'])
     calls = []
-    for _ in range(3):
+    for _attempt in range(3):
         assert request.read('pam_version', lambda: calls.append(1) or (1, 5, 2)) == (1, 5, 2)
     assert calls == [1]
