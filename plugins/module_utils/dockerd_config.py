@@ -15,7 +15,7 @@ Plain Python (no Ansible import), runs on Python 3.8 targets.
 * target(): the file the tune writes: the one dockerd reads when no path was given; a path
   given that is not the file a ``--config-file`` flag names is refused, naming the flag's
   file:line and both paths, before anything is written.
-* dockerd_state(): ``systemctl show -p ActiveState,Result``, for the clash's message
+* dockerd_state(): ``systemctl show -p ActiveState,Result,NRestarts``, for the clash's message
   (dj.conflict_message: dockerd would refuse at its next restart, or has refused).
 """
 from __future__ import absolute_import, division, print_function
@@ -117,7 +117,7 @@ def dockerd_state(run, unit=UNIT):
     """dj.WOULD_REFUSE while ``unit`` runs (or starts), dj.HAS_REFUSED when it failed or
     stopped with an error, dj.STOPPED when it stopped cleanly, None when systemd cannot say.
     ``run(args)`` -> (rc, out, err)."""
-    rc, out, _err = run(['systemctl', 'show', '-p', 'ActiveState,Result', unit])
+    rc, out, _err = run(['systemctl', 'show', '-p', 'ActiveState,Result,NRestarts', unit])
     if rc != 0:
         return None
     values = dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
@@ -127,6 +127,10 @@ def dockerd_state(run, unit=UNIT):
     # Result keeps the last failure until a start succeeds: Restart= retrying (activating,
     # auto-restart) after dockerd refused is still a refusal
     if active == 'failed' or outcome not in (None, '', 'success'):
+        return dj.HAS_REFUSED
+    # while Restart= runs the next try (activating, start) Result reads success again; a
+    # restart counter above 0 (flushed by every start a user asks for) says a start failed
+    if active == 'activating' and values.get('NRestarts', '0') not in ('', '0'):
         return dj.HAS_REFUSED
     if active in ('activating', 'deactivating'):
         return dj.WOULD_REFUSE

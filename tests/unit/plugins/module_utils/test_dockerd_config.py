@@ -42,8 +42,8 @@ def dropin(root, execstart, name=DROPIN):
 class Host(object):
     """What info.docker_report asks of the module: systemctl show of docker.service."""
 
-    def __init__(self, active='active', result='success'):
-        self.out = 'ActiveState=%s\nResult=%s\n' % (active, result)
+    def __init__(self, active='active', result='success', restarts=0):
+        self.out = 'ActiveState=%s\nResult=%s\nNRestarts=%d\n' % (active, result, restarts)
         self.calls = []
 
     def run_command(self, args, environ_update=None, **_kwargs):
@@ -190,20 +190,25 @@ def test_the_tune_refuses_a_key_the_file_keeps_that_a_flag_also_sets(tmp_path):
 CLASH = '{\n  "default-ulimits": {\n    "nofile": {"Name": "nofile", "Soft": 1024, "Hard": 2048}\n  }\n}\n'
 
 
-@pytest.mark.parametrize('active, outcome, state, said', [
-    ('active', 'success', 'running', 'dockerd would refuse to start at its next restart'),
-    ('failed', 'exit-code', 'refused', 'dockerd has refused to start'),
-    ('inactive', 'start-limit-hit', 'refused', 'dockerd has refused to start'),
-    ('activating', 'exit-code', 'refused', 'dockerd has refused to start'),
-    ('activating', 'success', 'running', 'dockerd would refuse to start at its next restart'),
-    ('inactive', 'success', 'stopped', 'dockerd would refuse to start when it is next started'),
+@pytest.mark.parametrize('active, outcome, restarts, state, said', [
+    ('active', 'success', 0, 'running', 'dockerd would refuse to start at its next restart'),
+    ('active', 'success', 2, 'running', 'dockerd would refuse to start at its next restart'),
+    ('failed', 'exit-code', 0, 'refused', 'dockerd has refused to start'),
+    ('inactive', 'start-limit-hit', 0, 'refused', 'dockerd has refused to start'),
+    ('activating', 'exit-code', 1, 'refused', 'dockerd has refused to start'),
+    # Restart= trying again: systemd resets Result at the start, the counter says it failed
+    ('activating', 'success', 1, 'refused', 'dockerd has refused to start'),
+    # a start a user asked for flushes the counter
+    ('activating', 'success', 0, 'running', 'dockerd would refuse to start at its next restart'),
+    ('inactive', 'success', 0, 'stopped', 'dockerd would refuse to start when it is next started'),
 ])
-def test_the_audit_reports_the_clash_with_file_and_line(tmp_path, active, outcome, state, said):
+def test_the_audit_reports_the_clash_with_file_and_line(tmp_path, active, outcome, restarts, state,
+                                                        said):
     other = tmp_path / 'other.json'
     other.write_text(CLASH)
     write(tmp_path, UNIT_FILE, STOCK % '')
     dropin(tmp_path, '/usr/bin/dockerd --config-file %s --default-ulimit nofile=4096:8192' % other)
-    host = Host(active, outcome)
+    host = Host(active, outcome, restarts)
     report = info.docker_report(host, running=False, root=str(tmp_path))
     assert report['path'] == str(other), 'the audit reads the file dockerd reads'
     assert report['config']['default_ulimits']['nofile']['source'] == str(other) + ':3:5'
@@ -211,7 +216,8 @@ def test_the_audit_reports_the_clash_with_file_and_line(tmp_path, active, outcom
            % (DROPIN, other, said))
     assert [(c['source'], c['state']) for c in report['flag_conflicts']] == [(DROPIN + ':3', state)]
     assert report['flag_conflicts'][0]['msg'].startswith(msg)
-    assert host.calls == [['systemctl', 'show', '-p', 'ActiveState,Result', 'docker.service']]
+    assert host.calls == [['systemctl', 'show', '-p', 'ActiveState,Result,NRestarts',
+                           'docker.service']]
     problems = docker_ctx.CONTEXT.problems(report)
     assert problems == [dict(source=DROPIN + ':3', state=state,
                              msg=report['flag_conflicts'][0]['msg'])]
