@@ -27,6 +27,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.probe_results import (  # noqa: F401
+    ProbeError, ProbeFailure, from_public, gap_table, human_limit, parse_probe, public_limits,
+    regressions, side_gap)
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 
 # Contexts in report order (the registry's). ``unit:NAME`` contexts (a running unit's main
@@ -37,24 +40,6 @@ CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
 
 def unit_context(unit):
     return registry.UNIT_PREFIX + sdpaths.unit_name(unit)
-
-
-def parse_probe(text, where):
-    """A probe's output -> {item: Limit}; LimitError when it is not a /proc/PID/limits text."""
-    limits = model.parse_proc_limits(text or '')
-    if not limits:
-        raise model.LimitError('%s: the probe printed no limits (%r)'
-                               % (where, (text or '').strip()[:200]))
-    return limits
-
-
-def side_gap(expected, actual):
-    """True when ``actual`` is below ``expected`` (None expected: nothing asked)."""
-    if expected is None:
-        return False
-    if actual is None:
-        return True
-    return model.compare(actual, expected) < 0
 
 
 def gaps(expected, observed):
@@ -79,81 +64,10 @@ def gaps(expected, observed):
     return result
 
 
-def regressions(before, after, expected):
-    """Items where ``after`` is below both ``before`` and the profile, in one context's
-    {item: Limit}: what a silent pam_limits fallback (every limit back to its default) looks
-    like. A profile that lowers a limit on purpose is not a regression."""
-    result = []
-    for item in sorted(expected):
-        was, now, want = before.get(item), after.get(item), expected[item]
-        if not was or not now:
-            continue
-        sides = [side for side in ('soft', 'hard')
-                 if side_gap(getattr(was, side), getattr(now, side))
-                 and side_gap(getattr(want, side), getattr(now, side))]
-        if sides:
-            result.append(dict(item=item, before=was.as_dict(), after=now.as_dict(),
-                               expected=want.as_dict(), sides=sides))
-    return result
-
-
 def ordered(contexts):
     """Context names in report order: the known ones first, then units by name."""
     known = [c for c in CONTEXTS if c in contexts]
     return known + sorted(c for c in contexts if c not in CONTEXTS)
-
-
-def human_limit(item, limit):
-    """'soft:hard' in readable units, '(none)' for a missing limit."""
-    if not limit:
-        return '(none)'
-    if isinstance(limit, dict):
-        limit = model.Limit(limit.get('soft'), limit.get('hard'))
-    return model.format_limit(item, limit)
-
-
-def public_limits(limits):
-    """{item: Limit} -> {item: {soft, hard, human}} for module results."""
-    return dict((item, dict(soft=lim.soft, hard=lim.hard, human=human_limit(item, lim)))
-                for item, lim in limits.items())
-
-
-def from_public(limits):
-    """The inverse of public_limits (also accepts {soft, hard} without human)."""
-    return dict((item, model.Limit(entry.get('soft'), entry.get('hard')))
-                for item, entry in (limits or {}).items())
-
-
-def gap_table(gap_list, pending=None, sources=None):
-    """A plain-text table context x item -> expected / actual, for failure messages; with
-    ``sources`` ({(context, item): text}, the limits role's gap_sources) a last column
-    ``source`` gives each row's cause."""
-    rows = [('context', 'item', 'expected', 'actual', 'below')
-            + (('source',) if sources is not None else ())]
-    for gap in gap_list:
-        rows.append((gap['context'], gap['item'], human_limit(gap['item'], gap['expected']),
-                     human_limit(gap['item'], gap['actual']),
-                     '+'.join(gap.get('sides', [])) + (' (pending restart)' if pending and
-                                                       gap['context'] in pending else ''))
-                    + ((sources.get((gap['context'], gap['item'])) or '?',)
-                       if sources is not None else ()))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return '\n'.join('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
-                     for row in rows)
-
-
-class ProbeFailure(changes.Failure):
-    """A probe request that cannot be run (bad arguments): ``msg`` and the result so far."""
-
-
-class ProbeError(errors.Error):
-    """A probe that did not give limits: ``kind`` is ``not_running`` when the context's
-    service does not run (nothing to verify there), ``busy`` when it could not start the probe
-    now (pending; ``detail`` adds keys to the reported error: node, reason, waited_s,
-    configured), ``host`` when a command failed."""
-
-    kind = errors.HOST
-    detail = None
 
 
 class Prober(object):

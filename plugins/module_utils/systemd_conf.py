@@ -318,11 +318,3 @@ def plan_edit(text, section, prefix, limits, state, path=None, prune=False):
     if not conf.has_assignments():
         return None
     return conf.render()
-
-
-def __getattr__(name):
-    """The precedence moved to systemd_precedence; its names stay reachable from here."""
-    if name in ('Setting', 'Resolution', 'resolve', 'resolve_manager', 'resolve_unit'):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
-        return getattr(systemd_precedence, name)
-    raise AttributeError(name)

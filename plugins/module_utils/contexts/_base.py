@@ -116,7 +116,7 @@ class Context(object):
     def undo_plans(self, request, host):
         """[(label, plan)] for limits_profile's ``state=absent``: ``plan()`` returns the
         changes.Change that takes back what the collection wrote here (its result's ``undo``
-        says how, profile_undo), or None when nothing of it is there; it writes nothing."""
+        says how, undo_files), or None when nothing of it is there; it writes nothing."""
         return []
 
     def current(self, label, request, host):
@@ -154,17 +154,17 @@ class Context(object):
         raise NotImplementedError
 
     def run_probe(self, prober, user, uid, command):
-        """{item: Limit} a new process gets; raises effective.ProbeError."""
+        """{item: Limit} a new process gets; raises probe_results.ProbeError."""
         return prober.proc(command, self.probe)
 
     @staticmethod
     def require_active(prober, unit, what):
         """Raise a NOT_RUNNING ProbeError when ``unit`` is not active: no ``what`` can start."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective, errors
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import errors, probe_results
         try:
             prober.run(['systemctl', 'is-active', '--quiet', unit])
-        except effective.ProbeError:
-            raise effective.ProbeError('%s is not running, so no %s can start here' % (unit, what),
+        except probe_results.ProbeError:
+            raise probe_results.ProbeError('%s is not running, so no %s can start here' % (unit, what),
                                        kind=errors.NOT_RUNNING)
 
     @staticmethod

@@ -127,12 +127,12 @@ class ContainerdCri(Context):
     def undo_plans(self, request, host):
         """Each handler's base spec and config.toml back from their oldest backup when only
         what the collection writes there differs; else left, reported as not undone."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
         if not self.detect():
             return []
         from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
         try:
-            found = profile_undo.undo_containerd(request.paths[self.path_option])
+            found = undo_files.undo_containerd(request.paths[self.path_option])
         except changes.Failure as exc:
             failure = exc
 
@@ -195,9 +195,9 @@ class ContainerdCri(Context):
         return client_command(params)
 
     def run_probe(self, prober, user, uid, command):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results
         if command[0] == 'false':
-            raise effective.ProbeError('k8s_pod: no CRI client on this node (cri_client: a '
+            raise probe_results.ProbeError('k8s_pod: no CRI client on this node (cri_client: a '
                                        'python with grpcio and the collection\'s cri_client.py)',
                                        kind=errors.NOT_RUNNING)
         self.require_active(prober, UNIT, 'pod')

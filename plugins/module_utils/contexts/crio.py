@@ -44,8 +44,8 @@ class Crio(Context):
 
     def undo_plans(self, request, host):
         """Its crio.conf.d drop-in removed: crio.service restarts under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
-        return [(self.name, lambda: profile_undo.remove_owned(
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        return [(self.name, lambda: undo_files.remove_owned(
             request.paths[self.path_option], 'drop-in'))]
 
     def current(self, label, request, host):

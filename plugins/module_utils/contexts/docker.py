@@ -114,7 +114,7 @@ class Docker(Context):
     def undo_plans(self, request, host):
         """daemon.json's default-ulimits and default-shm-size as in its oldest backup, else
         removed; dockerd restarts under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
 
         def plan():
             try:
@@ -122,7 +122,7 @@ class Docker(Context):
             except dockerd_config.ConfigFileError as exc:
                 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
                 raise changes.Failure(str(exc), dict(path=None), kind=exc.kind)
-            return profile_undo.daemon_json(path, UNIT)
+            return undo_files.daemon_json(path, UNIT)
         return [(self.name, plan)]
 
     def current(self, label, request, host):
@@ -188,7 +188,7 @@ class Docker(Context):
         ``prober.made`` for the controller to keep. Nothing is written on the node."""
         if not (prober.max_age or prober.prove):
             return prober.proc(command, self.probe)
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective, proofs
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results, proofs
         daemon_json = dockerd_config.config_file(UNIT)['path']
         key = proofs.docker_key(command, daemon_json)
         earlier = prober.proofs.get(self.probe)
@@ -196,8 +196,8 @@ class Docker(Context):
         if kept is not None:
             output, at = kept
             try:
-                limits = effective.parse_probe(output, self.probe)
-            except effective.model.LimitError:
+                limits = probe_results.parse_probe(output, self.probe)
+            except probe_results.model.LimitError:
                 limits = None
             if limits:
                 prober.reused[self.probe] = at
@@ -206,9 +206,9 @@ class Docker(Context):
                 return limits
         output = prober.run(command)
         try:
-            limits = effective.parse_probe(output, self.probe)
-        except effective.model.LimitError as exc:
-            raise effective.ProbeError(str(exc))
+            limits = probe_results.parse_probe(output, self.probe)
+        except probe_results.model.LimitError as exc:
+            raise probe_results.ProbeError(str(exc))
         if prober.prove and key and proofs.docker_key(command, daemon_json) == key:
             prober.made[self.probe] = proofs.proof(key, output)
         return limits

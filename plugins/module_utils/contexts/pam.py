@@ -49,9 +49,9 @@ class Pam(Context):
     def undo_plans(self, request, host):
         """Its file without the lines of the domains it writes; removed when nothing else
         is left."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
         from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
-        return [(self.name, lambda: profile_undo.undo_pam(
+        return [(self.name, lambda: undo_files.undo_pam(
             request.paths[self.path_option], request.domains, versions.pam_version(host)))]
 
     def current(self, label, request, host):

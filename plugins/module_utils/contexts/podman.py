@@ -42,8 +42,8 @@ class Podman(Context):
 
     def undo_plans(self, request, host):
         """Its containers.conf drop-in removed (no daemon: nothing restarts)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
-        return [(self.name, lambda: profile_undo.remove_owned(
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        return [(self.name, lambda: undo_files.remove_owned(
             request.paths[self.path_option], 'drop-in'))]
 
     def current(self, label, request, host):

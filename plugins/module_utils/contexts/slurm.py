@@ -78,13 +78,13 @@ class Slurm(Context):
     def undo_plans(self, request, host):
         """slurm.conf without the lines the collection added (byte for byte): slurmd
         restarts under the policy. A configless cache is never edited."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
 
         def plan():
             path = request.paths.get(self.path_option) or sn.find_conf().path
             if path is None or sn.in_cache(path):
                 return None
-            return profile_undo.undo_slurm(path)
+            return undo_files.undo_slurm(path)
         return [(self.name, plan)]
 
     def plan(self, request):
@@ -142,17 +142,17 @@ class Slurm(Context):
         return ['runuser', '-l', user, '-c', submit_shell(node)]
 
     def run_probe(self, prober, user, uid, command):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results
         self.require_active(prober, UNIT, 'job')
         if submit_shell(UNRESOLVED) in command:
             try:
                 sn.this_node(sn.find_conf())
             except sn.NodeError as exc:
-                raise effective.ProbeError('no job can be pinned to this node: %s' % exc.msg)
+                raise probe_results.ProbeError('no job can be pinned to this node: %s' % exc.msg)
         started = time.time()
         try:
             return prober.proc(command, self.probe)
-        except effective.ProbeError as exc:
+        except probe_results.ProbeError as exc:
             refused = sn.refusal(exc.msg)
             if refused is None:
                 raise
@@ -161,7 +161,7 @@ class Slurm(Context):
     def pending(self, prober, command, refused, waited):
         """The BUSY ProbeError of a node where srun --immediate could not start the probe now,
         with what slurm.conf and slurmd configure (``detail``: waited_s, reason, configured)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results
         words = shlex.split(command[-1])
         node = words[words.index('-w') + 1]
         try:
@@ -175,7 +175,7 @@ class Slurm(Context):
             item, model.Limit(configured[item]['soft'], configured[item]['hard'])),
             configured[item]['source']) for item in items if item in configured)
         what = ('runs jobs' if refused[0] == 'busy' else 'is down, drained or reserved')
-        error = effective.ProbeError(
+        error = probe_results.ProbeError(
             'pending: node %s %s, so srun -w %s --immediate=%d could not start the probe job '
             '(srun: "%s"; waited %.1f s); verified once a job can start there. Configured: %s'
             % (node, what, node, sn.IMMEDIATE, refused[1], waited, said or failed),

@@ -14,13 +14,14 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_pat
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 
-def plan_manager(context, scope, request, host, ceiling):
-    """[(label, plan)] of a manager's drop-in (system or user scope)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+def plan_manager(record, scope, request, host, ceiling):
+    """[(label, plan)] of a manager's drop-in (system or user scope), for the context
+    ``record`` (a Context)."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
+    context = record.name
 
     def plan():
-        limits = registry.named(context).limits(context, request, host, ceiling)
+        limits = record.limits(context, request, host, ceiling)
         return systemd_plan.plan_change(systemd_plan.SystemdRequest(
             limits, scope=scope, dropin=request.dropin, on_conflict=request.on_conflict,
             force=request.force, field='profile', prune=True), host.run_command, ceiling)
@@ -79,12 +80,12 @@ class SystemdSystem(Context):
         return sdlive.systemd_running(root)
 
     def plans(self, request, host, ceiling):
-        return plan_manager(self.name, sdpaths.SYSTEM, request, host, ceiling)
+        return plan_manager(self, sdpaths.SYSTEM, request, host, ceiling)
 
     def undo_plans(self, request, host):
         """Its drop-in removed: the system manager is re-executed (a re-exec)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
-        return [(self.name, lambda: profile_undo.remove_dropin(
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        return [(self.name, lambda: undo_files.remove_dropin(
             sdpaths.dropin_path(sdpaths.SYSTEM, None, request.dropin), host, sdpaths.SYSTEM))]
 
     def current(self, label, request, host):

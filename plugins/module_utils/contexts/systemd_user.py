@@ -30,7 +30,7 @@ class SystemdUser(Context):
         return sdlive.systemd_running(root) and sdpaths.unit_exists('user@.service', root)
 
     def plans(self, request, host, ceiling):
-        [(label, plan)] = plan_manager(self.name, sdpaths.USER, request, host, ceiling)
+        [(label, plan)] = plan_manager(self, sdpaths.USER, request, host, ceiling)
 
         def capped_plan():
             from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
@@ -50,8 +50,8 @@ class SystemdUser(Context):
 
     def undo_plans(self, request, host):
         """Its drop-in removed: the running user managers restart under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
-        return [(self.name, lambda: profile_undo.remove_dropin(
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        return [(self.name, lambda: undo_files.remove_dropin(
             sdpaths.dropin_path(sdpaths.USER, None, request.dropin), host, sdpaths.USER))]
 
     def current(self, label, request, host):

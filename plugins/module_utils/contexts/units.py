@@ -59,12 +59,12 @@ class Units(Context):
         """The drop-ins of ``units`` and of the units the contexts name removed, and, with
         every context asked for, of every unit that has the collection's: a daemon-reload,
         and each running unit's restart under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
         from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import CONFIGURED
         every = set(CONFIGURED) <= set(request.contexts)
-        found = profile_undo.unit_dropins(request.dropin, unit_list(request.units,
+        found = undo_files.unit_dropins(request.dropin, unit_list(request.units,
                                                                     request.contexts), every)
-        return [(PREFIX + unit, lambda unit=unit, path=path: profile_undo.remove_dropin(
+        return [(PREFIX + unit, lambda unit=unit, path=path: undo_files.remove_dropin(
             path, host, None, unit)) for unit, path in sorted(found.items())]
 
     def current(self, label, request, host):

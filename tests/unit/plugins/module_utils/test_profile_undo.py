@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
 from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo as undo
+from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files as undo
 from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import REGISTRY
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context

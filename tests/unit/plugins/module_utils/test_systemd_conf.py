@@ -294,14 +294,6 @@ def test_set_after_a_dangling_continuation_ends_it_first():
         ('Key', 'value'), ('DefaultLimitNOFILE', '1')]
 
 
-def test_precedence_names_stay_reachable_from_systemd_conf():
-    """systemd_precedence left systemd_conf; callers of the old names still find them."""
-    for name in ('Setting', 'Resolution', 'resolve', 'resolve_manager', 'resolve_unit'):
-        assert getattr(sc, name) is getattr(sp, name)
-    with pytest.raises(AttributeError):
-        getattr(sc, 'no_such_name')
-
-
 def test_plan_edit_prune_leaves_exactly_the_limits():
     """Issue 31 item 12: limits_profile's own drop-in holds exactly the profile: an item
     removed from it goes, and other keys and comments stay."""
