@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph
 
 all: test
 
@@ -253,3 +253,8 @@ lab-down:
 
 clean:
 	rm -rf build tests/output .cache
+
+# The layers and import graph of plugins/module_utils in docs/contexts.md (checked by
+# tests/unit/scripts/test_module_utils_graph.py).
+graph:
+	python3 scripts/module_utils_graph.py --write

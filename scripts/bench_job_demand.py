@@ -1,4 +1,4 @@
-"""Predicted against measured: the job-shape demand model (plugins/module_utils/job_demand.py)
+"""Predicted against measured: the job-shape demand model (plugins/module_utils/model/job_demand.py)
 against the DataLoader check's own measurement of the same shape.
 
 Runs roles/dataloader_check/files/dataloader_smoke.py with each shape (ranks, workers, prefetch,
@@ -22,7 +22,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
-from ansible_collections.gpufleet.tuning.plugins.module_utils import job_demand  # noqa: E402
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, 'roles', 'dataloader_check', 'files', 'dataloader_smoke.py')
 ELEMENTS = 4

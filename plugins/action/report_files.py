@@ -16,7 +16,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 
 ARGUMENT_SPEC = dict(
     dir=dict(type='path', required=True),

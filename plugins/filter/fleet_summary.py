@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The audit report's fleet summary (module_utils/fleet_summary.py) as filters."""
+"""The audit report's fleet summary (module_utils/reports/fleet_summary.py) as filters."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import fleet_summary as fs
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import fleet_summary as fs
 
 
 def fleet_summary(hosts, limit=12):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the training job's shape (module_utils/job_demand.py, docs/job-shape.md)."""
+"""Filters over the training job's shape (module_utils/model/job_demand.py, docs/job-shape.md)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import (
     classified, last_line, measured_peaks)
-from ansible_collections.gpufleet.tuning.plugins.module_utils import job_demand as jd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand as jd
 
 # What the job's demand predicts for each limit a run can run out of, as words.
 _PREDICTED = {

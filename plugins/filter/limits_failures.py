@@ -3,15 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The limits role's failure table (roles/limits/tasks/failed.yml): the verification's gaps,
 each row with its cause, the file and line the limits_profile call named for that context and
-item (module_utils/gap_sources.py)."""
+item (module_utils/reports/gap_sources.py)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils import gap_sources
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
 
 
 def limits_failure_table(gaps, profile_result, pending=None):

@@ -127,12 +127,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import oci_base_spec as oci
-from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    containerd_cri_conf as cc)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    containerd_spec_plan as csp)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import oci_base_spec as oci
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 
 
 def main():

@@ -162,11 +162,11 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 
 UNIT = 'crio.service'
 

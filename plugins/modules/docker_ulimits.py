@@ -180,9 +180,9 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import docker_plan
 
 
 def main():

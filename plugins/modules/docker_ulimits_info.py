@@ -161,9 +161,9 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
-from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import container_limits as ctl
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 
 
 def main():

@@ -195,7 +195,7 @@ table:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 
 
 def main():

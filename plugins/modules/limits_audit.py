@@ -281,8 +281,8 @@ present:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 
 
 def main():

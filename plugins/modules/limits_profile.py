@@ -460,12 +460,13 @@ context:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_run as run
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo as undo
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_run as run
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_undo as undo
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 
 
 def main():

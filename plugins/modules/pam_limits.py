@@ -194,10 +194,10 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan as plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
 
 
 def main():

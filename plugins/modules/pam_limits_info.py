@@ -117,8 +117,8 @@ root_wildcards:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
 
 
 def main():

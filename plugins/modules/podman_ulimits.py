@@ -133,10 +133,10 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
 
 
 def main():

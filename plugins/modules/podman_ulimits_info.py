@@ -135,10 +135,10 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
-from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import container_limits as ctl
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 
 
 def main():

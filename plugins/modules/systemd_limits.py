@@ -197,9 +197,10 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_plan as plan
 
 
 def main():

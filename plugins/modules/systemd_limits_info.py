@@ -126,9 +126,9 @@ systemd_running:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 
 
 def main():

@@ -6,8 +6,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')
 sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model  # noqa: E402
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit  # noqa: E402
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+    limits_model)  # noqa: E402
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit  # noqa: E402
 
 USER, UID = 'trainer', 1001
 # What converge.yml sets, in kernel units.

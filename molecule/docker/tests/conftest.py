@@ -10,9 +10,10 @@ SCENARIO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model  # noqa: E402
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+    limits_model)  # noqa: E402
 import scenario_support as support  # noqa: E402
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit  # noqa: E402
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit  # noqa: E402
 
 DAEMON_JSON = '/etc/docker/daemon.json'
 PODMAN_DROPIN = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'

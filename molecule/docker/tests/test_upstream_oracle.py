@@ -10,8 +10,9 @@ import pytest
 
 from conftest import (DAEMON_JSON, DOCKER, PODMAN, PODMAN_MAIN, container_limits,
                       container_shm_kib, podman_reads_dropins)
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    docker_daemon_json as dj)
 
 ULIMIT_VARIANTS = [
     {'nofile': {'name': 'nofile', 'soft': 1111, 'hard': 2222}},

@@ -7,7 +7,7 @@ import subprocess
 
 from conftest import (BASE, BASELINE, FILES, ROOT, ansible_command, checksums, container_limits,
                       login_limits, run_role, service_limits, user_service_limits)
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit
 
 # lowering is asked for by naming the sides (a plain 12288 is a minimum: issue 31)
 LOWER = {'nofile': {'soft': 12288, 'hard': 12288}, 'nproc': 8192, 'memlock': '8MiB'}

@@ -8,7 +8,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')
 sys.path.insert(0, os.path.join(ROOT, 'build', 'collections'))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model  # noqa: E402
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+    limits_model)  # noqa: E402
 from scenario_support import checksums, run_module  # noqa: E402,F401  pylint: disable=unused-import
 
 

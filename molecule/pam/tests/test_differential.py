@@ -13,7 +13,7 @@ import random
 import pytest
 
 from conftest import login_limits
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 CASES = int(os.environ.get('PAM_DIFFERENTIAL_CASES', '40'))
 USERS = ['alice', 'bob', 'carol', 'root']

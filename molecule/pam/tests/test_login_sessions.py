@@ -2,7 +2,7 @@
 what we do not own."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit, UNLIMITED
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit, UNLIMITED
 
 MIB = 1024 * 1024
 MANAGED = '/etc/security/limits.d/90-gpufleet-tuning.conf'

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import login_limits
 from test_differential import expected_side
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 USER = 'dana@example.com'
 LAYOUT = '\n'.join([

@@ -5,7 +5,7 @@ issue 31, cannot log in (why no value below a floor is ever written). The lines 
 floors (it accepts them) and by hand below them (it refuses those)."""
 import json
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 from conftest import USER, node, output, run_module
 

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 from unit.plugins.module_utils.test_oracle_systemd import CASES, SINCE
 
 UNIT = 'gpufleet-oracle%d.service'

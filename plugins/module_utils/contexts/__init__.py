@@ -38,6 +38,9 @@ REGISTRY = (
     crio.CONTEXT,
 )
 
+for _record in REGISTRY:
+    _record.registry = REGISTRY
+
 #: limits_profile's ``contexts`` choices (where a context is configured)
 CONFIGURED = [c.name for c in REGISTRY if c.name]
 #: effective_limits' ``contexts`` choices (where a context is probed), in report order

@@ -56,7 +56,8 @@ class Request(object):
         context has now (``current``: {item: (Limit, source)}) kept on the sides the profile
         does not name (model.keep), capped at the node's hard ceiling. What was kept or
         lowered is recorded in ``kept[label]``."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
         limits, records = {}, []
         for name, asked in self.limits.items():
             have, source = current.get(name) or (None, None)
@@ -92,6 +93,9 @@ class Context(object):
     restart_rank = 9
     #: where a probed value comes from when no file sets it
     fallback = ''
+    #: every record, in planning order: set by the registry (contexts/__init__.py), so that a
+    #: record that needs the others does not import the registry
+    registry = ()
 
     # --- configured: detection and planning (limits_profile) ---------------------------
 
@@ -160,7 +164,8 @@ class Context(object):
     @staticmethod
     def require_active(prober, unit, what):
         """Raise a NOT_RUNNING ProbeError when ``unit`` is not active: no ``what`` can start."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import errors, probe_results
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
         try:
             prober.run(['systemctl', 'is-active', '--quiet', unit])
         except probe_results.ProbeError:
@@ -171,7 +176,7 @@ class Context(object):
     def main_process_limits(auditor, unit):
         """{item: {soft, hard}} of ``unit``'s running main process (what the processes it
         starts inherit), or None when it has none."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live
         process = systemd_live.unit_live(auditor.run, unit).get('process')
         return systemd_live.limits_dict(process) if process else None
 

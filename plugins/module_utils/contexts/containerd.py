@@ -8,7 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 

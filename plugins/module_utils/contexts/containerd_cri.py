@@ -21,9 +21,10 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
     BY_RLIMIT as ITEM_BY_RLIMIT)
@@ -64,7 +65,8 @@ class ContainerdCri(Context):
         """A Kubernetes node on containerd: containerd's unit and a config.toml whose CRI plugin
         is not disabled, with a kubelet unit or a handler that has a base runtime spec. (Debian's
         and Ubuntu's containerd package leaves the CRI on for dockerd hosts that run no pod.)"""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containerd_cri_conf as cc)
         if not (sdpaths.unit_exists(UNIT, root) and os.path.isfile(root + CONFIG)):
             return False
         try:
@@ -84,8 +86,9 @@ class ContainerdCri(Context):
     def plans(self, request, host, ceiling):
         """One Change per base spec file (label ``containerd_cri:PATH``), then config.toml's
         (label ``containerd_cri``): planned together, once, when the first is asked for."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containerd_spec_plan as csp)
         config = request.paths[self.path_option]
         try:
             planned = csp.plan(host.run_command, self.limits(self.name, request, host, ceiling),
@@ -127,10 +130,10 @@ class ContainerdCri(Context):
     def undo_plans(self, request, host):
         """Each handler's base spec and config.toml back from their oldest backup when only
         what the collection writes there differs; else left, reported as not undone."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
         if not self.detect():
             return []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
         try:
             found = undo_files.undo_containerd(request.paths[self.path_option])
         except changes.Failure as exc:
@@ -147,9 +150,12 @@ class ContainerdCri(Context):
         """The highest rlimits of the handlers' base specs (``PATH process.rlimits``): what
         pods of those handlers get now. A handler without a base spec is left out (its pods
         have containerd's own limits, which the units context keeps)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import oci_base_spec as oci
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containerd_cri_conf as cc)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containerd_spec_plan as csp)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            oci_base_spec as oci)
         found = {}
         try:
             _text, data, version = csp.read_config(request.paths[self.path_option])
@@ -179,7 +185,8 @@ class ContainerdCri(Context):
     def owed(self, actions, state, host, policy):
         if not state.get('containerd_cri') or UNIT not in actions['units'] or policy != 'when_idle':
             return []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containerd_spec_plan as csp)
         why = csp.pods_busy(host.run_command)
         return [(UNIT, ('%s: running pods keep their old spec, new pods get the profile after '
                         'containerd restarts' % why) if why else None)]
@@ -195,7 +202,7 @@ class ContainerdCri(Context):
         return client_command(params)
 
     def run_probe(self, prober, user, uid, command):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
         if command[0] == 'false':
             raise probe_results.ProbeError('k8s_pod: no CRI client on this node (cri_client: a '
                                        'python with grpcio and the collection\'s cri_client.py)',
@@ -208,8 +215,9 @@ class ContainerdCri(Context):
         settings that gave them: what a new pod gets, without starting one."""
         if self.name not in auditor.present:
             return None, []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_spec_plan as csp
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containerd_spec_plan as csp)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
         report = dict(config=CONFIG, handler=None, base_spec=None, spec_limits={},
                       spec_index={}, containerd={}, containerd_configured={}, error=None,
                       probed=self.audit_probe(True, auditor))

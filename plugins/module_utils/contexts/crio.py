@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 UNIT = 'crio.service'
@@ -32,8 +32,8 @@ class Crio(Context):
                 or os.path.isdir(root + rtpaths.CRIO_DROPIN_DIR))
 
     def plans(self, request, host, ceiling):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_plan
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 
         def plan():
             return crio_plan.plan_crio(runtime_plan.RuntimeRequest(
@@ -44,15 +44,15 @@ class Crio(Context):
 
     def undo_plans(self, request, host):
         """Its crio.conf.d drop-in removed: crio.service restarts under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
         return [(self.name, lambda: undo_files.remove_owned(
             request.paths[self.path_option], 'drop-in'))]
 
     def current(self, label, request, host):
         """The ``default_ulimits`` CRI-O uses (the last file that sets the list, file:line:col);
         an item it does not set is unknown (pods then have crio.service's own limits)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
         try:
             found = crio_conf.effective(crio_conf.config_files(crio_conf.MAIN,
                                                                crio_conf.DROPIN_DIR))

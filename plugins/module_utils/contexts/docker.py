@@ -12,13 +12,15 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import dockerd_config
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
-from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    docker_daemon_json as dj)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import dockerd_config
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_live
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 DAEMON_JSON = dj.DAEMON_JSON
@@ -77,7 +79,7 @@ def docker_busy(running):
 
 def model_limit(entry):
     """A {soft, hard} result entry as a Limit."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
     return model.Limit(entry['soft'], entry['hard'])
 
 
@@ -100,8 +102,8 @@ class Docker(Context):
         return dockerd_config.config_file(UNIT, root)['path']
 
     def plans(self, request, host, ceiling):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import docker_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 
         def plan():
             # running containers are asked for only when a restart is due (owed)
@@ -114,13 +116,13 @@ class Docker(Context):
     def undo_plans(self, request, host):
         """daemon.json's default-ulimits and default-shm-size as in its oldest backup, else
         removed; dockerd restarts under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
 
         def plan():
             try:
                 path = dockerd_config.target(request.paths[self.path_option], UNIT)[0]
             except dockerd_config.ConfigFileError as exc:
-                from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+                from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
                 raise changes.Failure(str(exc), dict(path=None), kind=exc.kind)
             return undo_files.daemon_json(path, UNIT)
         return [(self.name, plan)]
@@ -128,9 +130,9 @@ class Docker(Context):
     def current(self, label, request, host):
         """daemon.json's ``default-ulimits`` (file:line:column), or, for an item it does not
         set, containerd's own limits, which a new container inherits."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.safe_file import FileError
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core.safe_file import FileError
         found = {}
         try:
             path = dockerd_config.target(request.paths[self.path_option], UNIT)[0]
@@ -162,7 +164,7 @@ class Docker(Context):
     def owed(self, actions, state, host, policy):
         if not actions['docker']:
             return []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import docker_plan
         change = state.get('docker_change')
         if change is not None:
             docker_plan.probe_containers(change, host, policy)
@@ -183,12 +185,13 @@ class Docker(Context):
         """A new container's limits. With ``prober.max_age`` (limits_audit's probe_max_age),
         a proof the controller passed (``prober.proofs``, limits_audit's probe_proofs) is
         reused when it was made under the key computed now and within the age
-        (module_utils/proofs.py); with ``prober.prove`` the proof of the result (the reused
+        (module_utils/host/proofs.py); with ``prober.prove`` the proof of the result (the reused
         one, or a new one when nothing changed while the container ran) goes to
         ``prober.made`` for the controller to keep. Nothing is written on the node."""
         if not (prober.max_age or prober.prove):
             return prober.proc(command, self.probe)
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results, proofs
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.host import proofs
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
         daemon_json = dockerd_config.config_file(UNIT)['path']
         key = proofs.docker_key(command, daemon_json)
         earlier = prober.proofs.get(self.probe)
@@ -216,7 +219,7 @@ class Docker(Context):
     def report(self, auditor):
         if self.name not in auditor.present:
             return None, []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
         report = info.docker_report(auditor.host, running=False)
         clashes = [c['msg'] for c in report['flag_conflicts']]
         # a clash is one of the audit's problems (problems()), not a warning as well

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 LIMITS_CONF = '/etc/security/limits.conf'
@@ -29,8 +29,8 @@ class Pam(Context):
         return os.path.isdir(root + '/etc/security')
 
     def plans(self, request, host, ceiling):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan
 
         def plan():
             path = request.paths[self.path_option]
@@ -49,8 +49,8 @@ class Pam(Context):
     def undo_plans(self, request, host):
         """Its file without the lines of the domains it writes; removed when nothing else
         is left."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
         return [(self.name, lambda: undo_files.undo_pam(
             request.paths[self.path_option], request.domains, versions.pam_version(host)))]
 
@@ -58,8 +58,10 @@ class Pam(Context):
         """What a login of each domain gets now, the highest of the domains: the limits lines
         that apply to it (file:line), or, for a hard side no line sets, what the login service
         inherits (the system manager's defaults, read only when a line is missing)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
+            pam_limits_conf as conf)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
         names = list(request.limits)
         try:
@@ -93,7 +95,7 @@ class Pam(Context):
         return probes.login_command(user)
 
     def report(self, auditor):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
         report = info.pam_report(dict(user=auditor.user, limits_conf=LIMITS_CONF,
                                       limits_dir=LIMITS_DIR, root_wildcards='auto'),
                                  auditor.host)
@@ -109,13 +111,13 @@ class Pam(Context):
 
 def pam_version(request, host):
     """The node's Linux-PAM version, read once a call (a parse of dpkg's status file)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
     return request.read('pam_version', lambda: versions.pam_version(host))
 
 
 def root_wildcards():
     """Do ``*`` and ``@group`` lines apply to root? Not on Debian and Ubuntu (limits.conf(5))."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
     return not info.debian_family()
 
 
@@ -124,7 +126,7 @@ def domain_users(domains):
     in no group for ``*``, the user itself for a user name; groups and ranges are left out (a
     member's value depends on its other lines)."""
     import pwd
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
     users = []
     for domain in domains:
         if domain == '*':

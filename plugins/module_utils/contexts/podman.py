@@ -9,8 +9,8 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 DROPIN = rtpaths.CONTAINERS_DROPIN
@@ -30,8 +30,8 @@ class Podman(Context):
         return any(os.path.exists(root + os.path.join(d, 'podman')) for d in PATH_DIRS)
 
     def plans(self, request, host, ceiling):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 
         def plan():
             return podman_plan.plan_podman(runtime_plan.RuntimeRequest(
@@ -42,14 +42,15 @@ class Podman(Context):
 
     def undo_plans(self, request, host):
         """Its containers.conf drop-in removed (no daemon: nothing restarts)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
         return [(self.name, lambda: undo_files.remove_owned(
             request.paths[self.path_option], 'drop-in'))]
 
     def current(self, label, request, host):
         """containers.conf's ``default_ulimits`` as Podman reads them (file:line:col); an item
         no file sets is unknown (a container then has the podman process's own limits)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containers_conf)
         found = containers_conf.effective()['default_ulimits']
         return dict((name, entry) for name, entry in found.items() if name in request.limits)
 
@@ -60,7 +61,7 @@ class Podman(Context):
     def report(self, auditor):
         if self.name not in auditor.present:
             return None, []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
         report = info.podman_report(auditor.host)
         return report, list(report['notes'])
 

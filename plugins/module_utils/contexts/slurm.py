@@ -7,7 +7,7 @@ limits, except the ones slurm.conf propagates from the submitting shell
 capped at slurmd's hard one (SchedMD/slurm ``src/slurmd/slurmstepd/ulimits.c``). So the
 profile goes into ``slurmd.service``'s ``Limit*=`` (the units context) and slurm.conf stops
 propagating the profile's items (``PropagateResourceLimitsExcept``, edited in place or
-added; plugins/module_utils/slurm_conf.py). Configured as ``slurm``, probed as
+added; plugins/module_utils/slurm/slurm_conf.py). Configured as ``slurm``, probed as
 ``slurm_job``: ``srun`` from a login session whose soft limits are the distribution's
 defaults. docs/slurm.md."""
 from __future__ import absolute_import, division, print_function
@@ -18,12 +18,13 @@ import os
 import shlex
 import time
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
-from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_node as sn
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths as rtpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node as sn
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 UNIT = 'slurmd.service'
@@ -45,7 +46,7 @@ def submit_shell(node):
 
 def leak_text(names, entry, path=rtpaths.SLURM_CONF):
     """Why jobs get less: the items slurm.conf propagates from the submit shell."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
 
     where = ('%s (%s=%s)' % (entry.where, entry.name, entry.value) if entry is not None
              else '%s sets neither PropagateResourceLimits nor ...Except (default ALL)'
@@ -78,7 +79,7 @@ class Slurm(Context):
     def undo_plans(self, request, host):
         """slurm.conf without the lines the collection added (byte for byte): slurmd
         restarts under the policy. A configless cache is never edited."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
 
         def plan():
             path = request.paths.get(self.path_option) or sn.find_conf().path
@@ -88,8 +89,8 @@ class Slurm(Context):
         return [(self.name, plan)]
 
     def plan(self, request):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
 
         path = request.paths.get(self.path_option)
         if not path:
@@ -142,7 +143,7 @@ class Slurm(Context):
         return ['runuser', '-l', user, '-c', submit_shell(node)]
 
     def run_probe(self, prober, user, uid, command):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
         self.require_active(prober, UNIT, 'job')
         if submit_shell(UNRESOLVED) in command:
             try:
@@ -161,7 +162,7 @@ class Slurm(Context):
     def pending(self, prober, command, refused, waited):
         """The BUSY ProbeError of a node where srun --immediate could not start the probe now,
         with what slurm.conf and slurmd configure (``detail``: waited_s, reason, configured)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import probe_results
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
         words = shlex.split(command[-1])
         node = words[words.index('-w') + 1]
         try:
@@ -188,8 +189,8 @@ class Slurm(Context):
         if self.name not in auditor.present:
             warning = sdpaths.unit_exists(UNIT) and sn.find_conf().warning()
             return None, [warning] if warning else []
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
         found = sn.find_conf()
         path = found.path or sc.SLURM_CONF
         report = dict(slurm_conf=path, found_by=found.how, configless=found.configless,
@@ -225,7 +226,7 @@ class Slurm(Context):
         with where it comes from (the slurmd drop-in line, the slurm.conf line)."""
         if not report or report.get('error'):
             return {}
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
         decided = report['decided_by']
         conf = ('%s %s' % (decided['where'], decided['setting']) if decided
                 else '%s (no PropagateResourceLimits line: ALL)' % report['slurm_conf'])
@@ -267,7 +268,7 @@ class LocalAuditor(object):
         self.host = host
 
     def run(self, args):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
         return self.host.run_command(args, environ_update=commands.live_env())
 
 

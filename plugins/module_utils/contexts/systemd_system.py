@@ -8,16 +8,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 
 def plan_manager(record, scope, request, host, ceiling):
     """[(label, plan)] of a manager's drop-in (system or user scope), for the context
     ``record`` (a Context)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_plan
     context = record.name
 
     def plan():
@@ -49,8 +50,8 @@ def manager_now(request, host, names):
 
 
 def _manager_defaults(host):
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
     if not sdlive.systemd_running():
         return host_limits.proc_limits('1'), 'PID 1 (/proc/1/limits)'
     limits, _error = sdlive.manager_live(
@@ -61,7 +62,7 @@ def _manager_defaults(host):
 def manager_current(scope, request, host):
     """What the ``scope`` manager's services get now: the value its files set, or, where none
     does, the running system manager's (a user manager runs with those)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_precedence
     names = list(request.limits)
     found = configured_now(systemd_precedence.resolve_manager(scope), names)
     found.update(manager_now(request, host, [n for n in names if n not in found]))
@@ -84,7 +85,7 @@ class SystemdSystem(Context):
 
     def undo_plans(self, request, host):
         """Its drop-in removed: the system manager is re-executed (a re-exec)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
         return [(self.name, lambda: undo_files.remove_dropin(
             sdpaths.dropin_path(sdpaths.SYSTEM, None, request.dropin), host, sdpaths.SYSTEM))]
 
@@ -98,7 +99,7 @@ class SystemdSystem(Context):
         return probes.service_command(user)
 
     def report(self, auditor):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
         return info.systemd_report(auditor.run, sdpaths.SYSTEM, None, auditor.units)
 
     def audit_probe(self, report, auditor):

@@ -9,9 +9,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts.systemd_system import (
     manager_current, plan_manager)
@@ -33,7 +34,7 @@ class SystemdUser(Context):
         [(label, plan)] = plan_manager(self, sdpaths.USER, request, host, ceiling)
 
         def capped_plan():
-            from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+            from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
             change = plan()
             caps = manager_unit_caps(change.result.get('limits') or {})
             if caps:
@@ -50,7 +51,7 @@ class SystemdUser(Context):
 
     def undo_plans(self, request, host):
         """Its drop-in removed: the running user managers restart under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
         return [(self.name, lambda: undo_files.remove_dropin(
             sdpaths.dropin_path(sdpaths.USER, None, request.dropin), host, sdpaths.USER))]
 
@@ -73,7 +74,7 @@ class SystemdUser(Context):
         return prober.user_manager(user, uid)
 
     def report(self, auditor):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
         report, warnings = info.systemd_report(auditor.run, sdpaths.USER, auditor.user)
         configured = (report.get('manager') or {}).get('configured') or {}
         caps = manager_unit_caps(configured)
@@ -96,9 +97,9 @@ def manager_unit_caps(wanted, root=''):
     below what ``wanted`` ({item: {soft, hard}} for user services) asks: a user manager runs
     with them, and no user service gets more than its manager's hard limit, whatever
     user.conf says. [{item, path, line, value, reason}]."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_precedence
     try:
         settings = systemd_precedence.resolve_unit(MANAGER_UNIT, root).settings
     except (systemd_conf.ConfError, model.LimitError, IOError, OSError):

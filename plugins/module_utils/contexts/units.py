@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 PREFIX = 'unit:'
@@ -18,12 +19,10 @@ PREFIX = 'unit:'
 WORKLOAD_UNITS = ('docker.service', 'containerd.service', 'crio.service', 'slurmd.service')
 
 
-def unit_list(units, contexts):
+def unit_list(units, contexts, registry):
     """``units`` then the units the configured ``contexts`` name (containerd.service for
-    containerd), with .service added, each once."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import REGISTRY
-
-    named = [unit for context in REGISTRY if context.name in contexts
+    containerd), with .service added, each once; ``registry``: the contexts' records."""
+    named = [unit for context in registry if context.name in contexts
              for unit in context.units]
     result = []
     for name in list(units or []) + named:
@@ -42,9 +41,9 @@ class Units(Context):
         return label.startswith(PREFIX)
 
     def plans(self, request, host, ceiling):
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_plan
         found = []
-        for unit in unit_list(request.units, request.contexts):
+        for unit in unit_list(request.units, request.contexts, self.registry):
             def plan(unit=unit):
                 limits = self.limits(PREFIX + unit, request, host, ceiling)
                 return systemd_plan.plan_change(systemd_plan.SystemdRequest(
@@ -59,22 +58,23 @@ class Units(Context):
         """The drop-ins of ``units`` and of the units the contexts name removed, and, with
         every context asked for, of every unit that has the collection's: a daemon-reload,
         and each running unit's restart under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import CONFIGURED
-        every = set(CONFIGURED) <= set(request.contexts)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+        every = set(c.name for c in self.registry if c.name) <= set(request.contexts)
         found = undo_files.unit_dropins(request.dropin, unit_list(request.units,
-                                                                    request.contexts), every)
+                                                                    request.contexts,
+                                                                    self.registry), every)
         return [(PREFIX + unit, lambda unit=unit, path=path: undo_files.remove_dropin(
             path, host, None, unit)) for unit, path in sorted(found.items())]
 
     def current(self, label, request, host):
         """The unit's own ``Limit*=`` (file:line), or what systemd has loaded for it (the
         manager's defaults) where its files set none."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live
-        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+            systemd_precedence)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts.systemd_system \
             import configured_now
         unit = label[len(PREFIX):]

@@ -9,7 +9,9 @@ their units and syntaxes. One file per concern:
 * ``pam``, ``systemd``, ``containers`` (Docker and Podman), ``proc``: one format each, to and
   from kernel units.
 
-``limits_model`` re-exports them all: callers import that, the model's files one another.
+``limits_model`` (in this package) re-exports them all: callers import that, the model's
+files one another. ``job_demand`` (the shape of a training job) and ``container_limits`` (a
+container's limits) are here too. Private to the collection; docs/contexts.md has the layers.
 
 Plain Python (no Ansible import), runs on Python 3.8 targets.
 

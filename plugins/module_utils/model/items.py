@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 
 UNLIMITED = 'unlimited'
 # The kernel's RLIM_INFINITY, as systemd and prlimit print it on 64-bit Linux.

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model.floors import check_floor
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.floors import floor_of
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
     ITEMS, UNLIMITED, Limit, LimitError, exceeds, get_item, is_int)
 
@@ -257,3 +257,17 @@ def format_size(value, short=False):
         if value >= factor and value % factor == 0:
             return '%d%s' % (value // factor, suffix if short else suffix + 'iB')
     return str(value) if short else '%dB' % value
+
+
+def check_floor(item, limit, where='value'):
+    """LimitError naming ``where`` when a side of ``limit`` is below the item's floor."""
+    floor, why = floor_of(item)
+    if floor is None:
+        return
+    for side in ('soft', 'hard'):
+        value = getattr(limit, side)
+        if value is not None and value != UNLIMITED and value < floor:
+            raise LimitError(
+                '%s: %s %s %s is below the floor %s, which is never written, with or without '
+                'force: %s' % (where, side, item.name, format_human(item, value),
+                               format_human(item, floor), why))

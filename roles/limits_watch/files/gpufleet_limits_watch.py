@@ -6,14 +6,14 @@
 Installed next to a copy of the collection's module_utils
 (``ansible_collections/gpufleet/tuning/plugins/module_utils/`` below this file's directory) and
 run by gpufleet-limits-watch.service with ``python3 -I -S``: the standard library and those
-files only, no Ansible on the node. The work is in module_utils/drift_watch.py.
+files only, no Ansible on the node. The work is in module_utils/run/drift_watch.py.
 """
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import drift_watch  # noqa: E402
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch  # noqa: E402
 
 if __name__ == '__main__':
     sys.exit(drift_watch.main(sys.argv[1:], __file__))

@@ -29,7 +29,7 @@ NODE_TREES = [os.path.join(ROOT, 'plugins', 'modules'), os.path.join(ROOT, 'plug
 
 # Cache paths the node code may name: none. Read-only modules and check mode must leave the
 # node unchanged, and a cache written by the other modules would be read by read-only ones
-# (limits_audit's probe proofs are kept on the controller: module_utils/proofs.py).
+# (limits_audit's probe proofs are kept on the controller: module_utils/host/proofs.py).
 ALLOWED_CACHE_PATHS = ()
 FORBIDDEN_MODULES = ('_imp', 'marshal', 'zipimport', 'importlib._bootstrap',
                      'importlib._bootstrap_external', 'bytecode_cache', 'systemd_bus')

@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.tuning.plugins.filter import limits_failures as lf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import gap_sources
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
 
 PAM = '/etc/security/limits.d/90-gpufleet-tuning.conf'
 SITE = '/etc/security/limits.d/10-site.conf'

@@ -3,8 +3,8 @@ name job.FIELD, and each probed context where it does not fit is marked with the
 demand, the soft limit and by how much; a job above fs.nr_open is said to fit no limit."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import audit_job
-from ansible_collections.gpufleet.tuning.plugins.module_utils import job_demand as jd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import audit_job
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand as jd
 
 # 8 workers, 2000 tensors per batch, file_descriptor: the main process holds
 # 64 + 2 x 8 + (8 + 2) x 2000 = 20080 descriptors at its peak.

@@ -8,9 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 
 BUSY = dict(context='slurm_job', kind='busy', node='gpu2', reason='busy', waited_s=5.1,
             msg='pending: node gpu2 runs jobs ...',

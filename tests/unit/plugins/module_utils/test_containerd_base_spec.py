@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containerd_cri_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import oci_base_spec as oci
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    containerd_cri_conf as cc)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import oci_base_spec as oci
 
 # The shape `ctr oci spec` prints (containerd 1.6.20), trimmed: the 1024:1024 trap.
 CTR_SPEC = """{

@@ -5,8 +5,8 @@ from collections import OrderedDict
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit, UNLIMITED
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit, UNLIMITED
 
 SAMPLE = """# top comment
 [engine]

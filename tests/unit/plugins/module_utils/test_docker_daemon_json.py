@@ -7,10 +7,11 @@ from collections import OrderedDict
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit, UNLIMITED
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import container_limits as ctl
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    docker_daemon_json as dj)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit, UNLIMITED
 
 FOREIGN = """{
   "storage-driver": "vfs",

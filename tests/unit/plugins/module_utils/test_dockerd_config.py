@@ -1,5 +1,5 @@
 """Which daemon.json dockerd reads (issue 31.6) and the flag that clashes with it (issue 31.9):
-module_utils/dockerd_config.py and docker_daemon_json.clashes, with docker.service and its
+module_utils/runtimes/dockerd_config.py and docker_daemon_json.clashes, with docker.service and its
 drop-ins under a fake root; the tune (docker_plan), the audit (info.docker_report and the
 docker context's problems) and the drift watch's journal lines."""
 import json
@@ -7,16 +7,17 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import dockerd_config
-from ansible_collections.gpufleet.tuning.plugins.module_utils import drift_watch
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    docker_daemon_json as dj)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import docker_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import dockerd_config
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker as docker_ctx
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit
 
 UNIT_FILE = '/lib/systemd/system/docker.service'
 DROPIN = '/etc/systemd/system/docker.service.d/10-config.conf'

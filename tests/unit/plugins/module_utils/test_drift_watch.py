@@ -1,5 +1,5 @@
-"""Drift watch: textfile metrics rendering and atomic writes (module_utils/textfile_metrics.py),
-the node-side runner (module_utils/drift_watch.py) and its entry point, with the faults of
+"""Drift watch: textfile metrics rendering and atomic writes (module_utils/reports/textfile_metrics.py),
+the node-side runner (module_utils/run/drift_watch.py) and its entry point, with the faults of
 issue 14.5: missing or read-only metrics directory, an audit that crashes or times out, a
 missing or corrupt profile file."""
 import errno
@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import drift_watch as dw
-from ansible_collections.gpufleet.tuning.plugins.module_utils import textfile_metrics as tm
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch as dw
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import textfile_metrics as tm
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 from scenario_support import key, samples  # noqa: E402  pylint: disable=wrong-import-position
@@ -443,7 +443,7 @@ def test_pack_module_utils_is_deterministic_and_takes_python_files_with_subpacka
     source = os.path.join(ROOT, 'plugins', 'module_utils')
     first, second = str(tmp_path / 'a.tar'), str(tmp_path / 'b.tar')
     pack_module_utils.pack(source, first)
-    os.utime(os.path.join(source, 'drift_watch.py'))    # a newer mtime changes nothing
+    os.utime(os.path.join(source, 'run', 'drift_watch.py'))    # a newer mtime changes nothing
     pack_module_utils.pack(source, second)
     assert open(first, 'rb').read() == open(second, 'rb').read()
     with tarfile.open(first) as archive:
@@ -454,5 +454,5 @@ def test_pack_module_utils_is_deterministic_and_takes_python_files_with_subpacka
                       for d, _dirs, names in os.walk(source) for n in names if n.endswith('.py'))
     assert files == expected
     # the subpackages travel too: the audit imports the registry of contexts
-    assert 'drift_watch.py' in files and 'audit.py' in files
+    assert 'run/drift_watch.py' in files and 'run/audit.py' in files
     assert 'contexts/__init__.py' in files

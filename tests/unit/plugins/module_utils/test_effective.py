@@ -1,4 +1,4 @@
-"""plugins/module_utils/effective.py (comparison, probes' commands and parsing) and the
+"""plugins/module_utils/run/effective.py (comparison, probes' commands and parsing) and the
 effective_limits module run as Ansible runs it on this machine (real runuser, real
 /proc/self/limits; systemd is not PID 1 here, so the service probe must report an error)."""
 import json
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 COLLECTIONS = os.path.join(ROOT, 'build', 'collections')

@@ -1,12 +1,12 @@
 """effective.run_probes: probes run at the same time and report what they report one after
-another, in the same order (plugins/module_utils/effective.py)."""
+another, in the same order (plugins/module_utils/run/effective.py)."""
 import os
 import sys
 import threading
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_effective import run_module  # noqa: E402 pylint: disable=wrong-import-position

@@ -1,15 +1,16 @@
 """One error hierarchy: every error of module_utils is an errors.Error with a kind."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    docker_daemon_json as dj)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf as sdconf
 
 
 @pytest.mark.parametrize('cls,kind', [

@@ -1,9 +1,9 @@
-"""The audit's fleet summary (module_utils/fleet_summary.py) over 1,000 synthetic hosts: counts
+"""The audit's fleet summary (module_utils/reports/fleet_summary.py) over 1,000 synthetic hosts: counts
 per context and item, grouping by what hosts have and why, folded host names, unaudited and
 unprobed hosts, and the rendered lines."""
 import random
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import fleet_summary as fs
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import fleet_summary as fs
 
 CONTEXTS = ['login', 'system_service', 'user_service', 'docker', 'k8s_pod']
 ITEMS = ['nofile', 'nproc', 'memlock']

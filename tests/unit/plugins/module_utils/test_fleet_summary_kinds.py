@@ -5,7 +5,7 @@ table (issue 31.17): the gaps only by default, with their count and where the fu
 import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.filter import fleet_summary as fsf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import fleet_summary as fs
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import fleet_summary as fs
 
 from ansible.errors import AnsibleFilterError
 

@@ -3,7 +3,7 @@ out) and the keep rule (a plain value is a minimum; a higher soft or hard value 
 kept unless the profile names that side)."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 L, U = m.Limit, m.UNLIMITED
 

@@ -2,8 +2,8 @@
 profile derived from a job, and the shortfalls of given limits."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import job_demand as jd
-from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand as jd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit
 
 JOB = dict(ranks_per_node=8, num_workers=16, batch_size=256, prefetch_factor=4,
            tensors_per_batch=2, bytes_per_batch='150MiB', pin_memory=True)

@@ -2,7 +2,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 U = m.UNLIMITED
 

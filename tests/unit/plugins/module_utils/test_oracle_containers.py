@@ -14,11 +14,12 @@ from collections import OrderedDict
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import container_limits as ctl
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import crio_conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import container_limits as ctl
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    docker_daemon_json as dj)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 U = m.UNLIMITED
 L = m.Limit

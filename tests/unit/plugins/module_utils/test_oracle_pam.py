@@ -6,8 +6,8 @@ integration test (tests/integration/targets/pam_limits), all as data.
 """
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
 
 U = m.UNLIMITED
 K = 1024

@@ -7,7 +7,7 @@ Limit, or None where systemd refuses the value ("Failed to parse resource value,
 """
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 U = m.UNLIMITED
 L = m.Limit

@@ -2,10 +2,10 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan as plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
 
 SAMPLE = (
     "# /etc/security/limits.conf\n"
@@ -288,7 +288,7 @@ def test_prune_removes_items_left_out_of_the_profile_for_its_domains_only():
 def test_files_pam_limits_never_reads_are_listed(tmp_path):
     """Issue 31 item 18: a README or 99-old.conf.disabled in limits.d looks like limits but
     applies to nobody; the audit lists them (the collection's own backups left out)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import info
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
     for name in ('10-site.conf', 'README', '99-old.conf.disabled',
                  '90-gpufleet-tuning.conf.123.2026-12-06@01:02:03~'):
         (tmp_path / name).write_text('* soft nofile 4096\n')

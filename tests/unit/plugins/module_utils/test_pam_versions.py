@@ -3,11 +3,11 @@ and 1.6+ read differently decides whether a later file overrides the profile, an
 applied from 1.7.1 on only."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import info
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan as plan
 
 
 def _layout(tmp_path, later):

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import docker_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import values
 
 L = m.Limit

@@ -4,11 +4,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker as ctx_docker
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import units as ctx_units
 
@@ -30,9 +30,11 @@ def test_pam_entries_name_what_the_user_wrote():
 
 
 def test_unit_list_adds_containerd_and_service_suffix_once():
-    assert ctx_units.unit_list(['slurmd', 'kubelet.service', 'slurmd.service'], ['containerd']) == [
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+    assert ctx_units.unit_list(['slurmd', 'kubelet.service', 'slurmd.service'], ['containerd'],
+                               registry.REGISTRY) == [
         'slurmd.service', 'kubelet.service', 'containerd.service']
-    assert ctx_units.unit_list([], ['docker']) == []
+    assert ctx_units.unit_list([], ['docker'], registry.REGISTRY) == []
 
 
 def make(root, *paths):
@@ -111,7 +113,7 @@ def test_audit_rows_name_sources_fallbacks_and_gaps():
 
 
 def test_a_write_removes_only_stale_temporaries_of_its_own_file(tmp_path):
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
     target = tmp_path / 'limits.conf'
     stale = tmp_path / '.limits.conf.abc123.tmp'
     fresh = tmp_path / '.limits.conf.def456.tmp'

@@ -5,11 +5,12 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import docker_daemon_json as dj
-from ansible_collections.gpufleet.tuning.plugins.module_utils import pam_limits_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import undo_files as undo
-from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+    docker_daemon_json as dj)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files as undo
+from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import REGISTRY
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request

@@ -1,4 +1,4 @@
-"""The reuse of a Docker probe (module_utils/proofs.py, limits_audit's probe_max_age): the key
+"""The reuse of a Docker probe (module_utils/host/proofs.py, limits_audit's probe_max_age): the key
 changes with everything that decides a new container's limits, a proof is reused only under
 the same key and within the age, and the Docker context runs a container only when it must.
 The proofs are passed in and returned (limits_audit's probe_proofs and proofs), never kept on
@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective, proofs
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import proofs
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker
 
 LIMITS = ('Limit                     Soft Limit           Hard Limit           Units     \n'

@@ -1,9 +1,9 @@
-"""plugins/module_utils/restarts.py: the order of the owed restarts, the check after a unit
+"""plugins/module_utils/systemd/restarts.py: the order of the owed restarts, the check after a unit
 restart, the stop at the first failed unit and the wait for dockerd, against a recorded
 command runner (the Molecule scenarios run them on real systemd and dockerd)."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
 
 
 class Host(object):

@@ -1,7 +1,7 @@
 """runtime_live: running containers and live-restore from one `docker info` call."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live as rl
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_live as rl
 
 
 @pytest.mark.parametrize('text, parsed', [

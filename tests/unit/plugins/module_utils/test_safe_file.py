@@ -1,10 +1,10 @@
-"""plugins/module_utils/safe_file.py: the backups a write keeps."""
+"""plugins/module_utils/core/safe_file.py: the backups a write keeps."""
 
 
 def test_backups_are_pruned_to_the_oldest_and_the_newest(tmp_path):
     """Issue 31 item 18: NAME.PID.DATE~ backups were never pruned. The oldest (the file before
     the collection's first write) and the newest ones are kept."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import safe_file as sf
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file as sf
     target = tmp_path / 'daemon.json'
     target.write_text('{}')
     names = ['daemon.json.%d.2026-12-0%d@10:00:00~' % (100 + day, day) for day in range(1, 9)]

@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_conf as sc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import slurm_node as sn
+from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node as sn
 
 
 def conf(text, path='/etc/slurm/slurm.conf'):

@@ -4,12 +4,14 @@ import os
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence as sp
-from ansible_collections.gpufleet.tuning.plugins.module_utils import text_codec
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_precedence as sp)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
 
 U = m.UNLIMITED
 L = m.Limit
@@ -297,8 +299,8 @@ def test_set_after_a_dangling_continuation_ends_it_first():
 def test_plan_edit_prune_leaves_exactly_the_limits():
     """Issue 31 item 12: limits_profile's own drop-in holds exactly the profile: an item
     removed from it goes, and other keys and comments stay."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.limits_model import Limit
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf as sc
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit
     text = '# ours\n[Manager]\nDefaultLimitNOFILE=16384\nDefaultLimitNPROC=8192\nDefaultTasksMax=90%\n'
     new = sc.plan_edit(text, 'Manager', 'DefaultLimit', {'nofile': Limit(16384, 16384)},
                        'present', prune=True)

@@ -14,9 +14,10 @@ import pytest
 
 import conftest  # noqa: F401 pylint: disable=unused-import
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 
 L = m.Limit
 

@@ -1,11 +1,13 @@
 """The systemd_limits module's request parsing, guards and conflict detection."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_conf as sc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_precedence as sp
-from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_plan as mod
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf as sc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_precedence as sp)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_plan as mod
 
 U = m.UNLIMITED
 L = m.Limit

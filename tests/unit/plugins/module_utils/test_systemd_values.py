@@ -5,7 +5,7 @@ container (systemd 252.39): None means systemd ignored the assignment.
 """
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as m
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
 
 U = m.UNLIMITED
 L = m.Limit

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import podman_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils import versions
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
 
 # What dpkg's status file holds on the three Debian generations (libpam-modules stanzas, cut).
 DPKG_STATUS = {

@@ -150,7 +150,7 @@ def test_docker_info_reports_sources_and_problems(tmp_path, daemon_json):
                                           'source': str(daemon_json) + ':6:3'}
     assert info['config']['live_restore'] is True
     assert info['problems'] == [] and info['flag_conflicts'] == []
-    # which file dockerd reads, and why (module_utils/dockerd_config.py)
+    # which file dockerd reads, and why (module_utils/runtimes/dockerd_config.py)
     assert set(info['config_file']) == {'path', 'source'}
     daemon_json.write_text('{"a": }')
     info = run_module(tmp_path, 'docker_ulimits_info', {'path': str(daemon_json)})

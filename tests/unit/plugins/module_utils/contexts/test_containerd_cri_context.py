@@ -13,10 +13,10 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd_cri
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
 

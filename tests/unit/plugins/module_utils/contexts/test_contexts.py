@@ -4,12 +4,12 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
 
@@ -122,8 +122,8 @@ def test_a_probe_error_carries_its_kind():
 def test_read_only_reports_load_no_planner():
     code = ('import sys\n'
             'sys.path.insert(0, %r)\n'
-            'from ansible_collections.gpufleet.tuning.plugins.module_utils import audit\n'
-            'from ansible_collections.gpufleet.tuning.plugins.module_utils import effective\n'
+            'from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit\n'
+            'from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective\n'
             'print(sorted(m.rsplit(".", 1)[1] for m in sys.modules\n'
             '             if m.startswith("ansible_collections.gpufleet.tuning.plugins.'
             'module_utils.")))\n' % os.path.join(ROOT, 'build', 'collections'))
@@ -145,7 +145,7 @@ def loaded_by(*modules):
 
 
 def test_podman_code_does_not_load_dockers_module():
-    loaded = loaded_by('podman_plan', 'containers_conf')
+    loaded = loaded_by('runtimes.podman_plan', 'runtimes.containers_conf')
     assert "'docker_daemon_json'" not in loaded and "'docker_plan'" not in loaded, loaded
 
 

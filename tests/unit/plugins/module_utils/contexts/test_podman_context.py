@@ -4,10 +4,10 @@
 planned or written."""
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import containers_conf as cc
-from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
-from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
 
 MIB = 1024 * 1024

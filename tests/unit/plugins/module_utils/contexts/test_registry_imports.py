@@ -17,7 +17,7 @@ import sys
 import conftest
 
 UTILS = 'ansible_collections.gpufleet.tuning.plugins.module_utils.'
-LAZY = ['crio_conf', 'containers_conf', 'slurm_conf', 'effective']
+LAZY = ['runtimes.crio_conf', 'runtimes.containers_conf', 'slurm.slurm_conf', 'run.effective']
 
 
 def loaded_after(statement):
@@ -30,7 +30,7 @@ def loaded_after(statement):
 def test_registry_and_module_leave_the_parsers_out():
     loaded = loaded_after('import ansible_collections.gpufleet.tuning.plugins.modules.limits_profile')
     assert UTILS + 'contexts' in loaded
-    assert UTILS + 'runtime_paths' in loaded
+    assert UTILS + 'host.runtime_paths' in loaded
     assert [name for name in LAZY if UTILS + name in loaded] == []
 
 
@@ -39,4 +39,4 @@ def test_planning_a_context_imports_its_parser():
         'from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts\n'
         'from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm\n'
         'slurm.leak_text(["nofile"], None)')
-    assert UTILS + 'slurm_conf' in loaded
+    assert UTILS + 'slurm.slurm_conf' in loaded

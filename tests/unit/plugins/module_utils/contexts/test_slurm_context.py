@@ -12,10 +12,10 @@ import shlex
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils import errors
-from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
 

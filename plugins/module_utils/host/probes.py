@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The probe commands: each starts a new process in one context and prints the
+/proc/PID/limits text it got. The contexts (contexts/) pick theirs; effective runs them."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+
+PROBE_UNIT = 'gpufleet-effective-probe'
+CAT = 'cat /proc/self/limits'
+
+
+def login_command(user):
+    """A login session of ``user`` through PAM (runuser's ``-l`` stack runs pam_limits)."""
+    return ['runuser', '-l', user, '-c', CAT]
+
+
+def service_command(user):
+    """A transient system service running as ``user`` (systemd's defaults, no PAM)."""
+    return ['systemd-run', '--wait', '--pipe', '--quiet', '--collect', '-p', 'User=%s' % user,
+            'cat', '/proc/self/limits']
+
+
+def user_probe_commands(user, uid, unit):
+    """(start, main pid, stop) commands of a transient service of ``user``'s user manager.
+
+    ``systemd-run --user --wait --pipe`` needs a user D-Bus, which many nodes lack; a plain
+    transient service is started and its /proc/MAINPID/limits read instead.
+    """
+    return (commands.as_user(user, uid, ['systemd-run', '--user', '--quiet', '--collect',
+                                         '--unit=%s' % unit, 'sleep', '120']),
+            commands.as_user(user, uid, ['systemctl', '--user', 'show', '-p', 'MainPID',
+                                         '--value', unit]),
+            commands.as_user(user, uid, ['systemctl', '--user', 'stop', unit]))
+
+
+def container_command(runtime, image, run_options=None):
+    """A new container of ``runtime`` (docker or podman) from ``image``."""
+    return ([runtime, 'run', '--rm', '--network=none'] + list(run_options or [])
+            + [image, 'cat', '/proc/self/limits'])

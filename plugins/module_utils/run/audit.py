@@ -1,0 +1,298 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One node's limits audit: what new processes get in each context, where each value comes
+from (file:line) and the gaps to a profile. Read-only; used by the limits_audit module."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pwd
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import audit_job
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+
+# Where a value comes from when no file sets it (the registry's texts, by probed context).
+FALLBACK = dict((c.probe, c.fallback) for c in registry.REGISTRY if c.probe)
+UNIT_FALLBACK = registry.owner(registry.UNIT_PREFIX).fallback
+
+# The file the limits role writes for each configured context.
+TARGETS = [(c.name, c.target) for c in registry.REGISTRY if c.name and c.target]
+
+
+class Auditor(object):
+    """What the contexts' reports need: the module, the user, the units, the contexts present
+    and the audit's parameters."""
+
+    def __init__(self, host, params, present):
+        self.host = host
+        self.params = params
+        self.user = params['user']
+        self.units = params['units']
+        self.present = present
+
+    def run(self, args):
+        return self.host.run_command(args, environ_update=commands.live_env())
+
+
+def unwritable(present):
+    """The files the limits role writes that cannot be written here (read-only mounts)."""
+    found = []
+    for context, path in TARGETS:
+        if context in present:
+            path = registry.named(context).target_path() or path
+            problem = changes.Change(path, {}, None, '').writable()
+            if problem:
+                found.append(dict(context=context, path=path, msg=problem))
+    return found
+
+
+class AuditError(changes.Failure):
+    """An audit that cannot be made: ``msg`` and the result so far."""
+
+
+def _where(configured):
+    if not configured.get('source'):
+        return ''
+    line = configured.get('line')
+    return configured['source'] + (':%s' % line if line is not None else '')
+
+
+def _pair(entry):
+    return '%s:%s' % (entry.get('soft'), entry.get('hard'))
+
+
+def unappliable(configured, ceiling):
+    """The login lines pam_limits cannot apply on this host: ``file:line`` with the reason,
+    for each configured item whose hard value is above what a login service can set."""
+    found = []
+    for name, entry in sorted(configured.items()):
+        hard = entry.get('hard')
+        if hard is None or name not in model.ITEMS:
+            continue
+        top, reason = ceiling.hard_ceiling(name)
+        if top is not None and model.exceeds(hard, top):
+            found.append('%s (hard %s %s: %s)' % (
+                entry.get('hard_source') or 'a limits line', name,
+                model.format_human(model.ITEMS[name], hard), reason))
+    return found
+
+
+def source_of(context, configured, actual=None, blocked=None, pending=None):
+    """Where the actual value comes from, or ''.
+
+    A file is named only when the value it sets is the value the probe saw (``actual``,
+    ``{soft, hard}``); otherwise the text says what is known: pam_limits that could not apply
+    a line (``blocked``: the lines from :func:`unappliable`; the session kept its defaults), a
+    setting not applied yet, said only with evidence (``pending``: the action that applies it,
+    from :func:`pending_actions`: the running manager or unit has not loaded the file, or the
+    daemon started before the file changed), or a file that does not decide the value."""
+    if not configured:
+        return ''
+    matches = actual is None or (configured.get('soft') == actual.get('soft')
+                                 and configured.get('hard') == actual.get('hard'))
+    if context == 'login':
+        soft, hard = configured.get('soft_source') or '', configured.get('hard_source') or ''
+        if not matches:
+            cause = ('pam_limits could not apply %s' % '; '.join(blocked) if blocked else
+                     'pam_limits could not apply a line (the journal says "Could not set limit")')
+            return ('not the limits files: they give %s (%s) but the session got %s; %s, so the '
+                    'session kept its defaults' % (
+                        _pair(configured), soft if soft == hard else '; '.join(
+                            x for x in (soft, hard) if x), _pair(actual), cause))
+        if soft.endswith(' (clamped to hard)'):
+            return 'hard: %s (soft %s clamped to it)' % (hard, soft[:-len(' (clamped to hard)')])
+        if soft and hard and soft != hard:
+            soft_file, _sep, soft_line = soft.rpartition(':')
+            hard_file, _sep, hard_line = hard.rpartition(':')
+            if soft_file == hard_file and soft_line.isdigit() and hard_line.isdigit():
+                return '%s:%s (soft), :%s (hard)' % (soft_file, soft_line, hard_line)
+            return 'soft: %s; hard: %s' % (soft, hard)
+        return soft or hard
+    where = _where(configured)
+    if where and not matches:
+        if pending:
+            return ('%s sets %s, not applied yet (a new process gets %s; %s applies it)'
+                    % (where, _pair(configured), _pair(actual), pending))
+        return ('%s sets %s, but a new process gets %s: that file does not decide it here (it '
+                'is loaded: no restart or re-exec is owed)'
+                % (where, _pair(configured), _pair(actual)))
+    return where
+
+
+def pending_actions(reports, host):
+    """{(context, item): action} for the values a file sets and a running process has not
+    taken yet, with evidence: systemd's own word (the manager or unit reports other values than
+    its files: systemctl show) or dockerd started before daemon.json last changed."""
+    found = {}
+    system = reports.get(registry.named('systemd_system').probe) or {}
+    user = reports.get(registry.named('systemd_user').probe) or {}
+    for entry in system.get('pending') or []:
+        context = (registry.named('systemd_system').probe if entry['target'] == 'manager'
+                   else effective.unit_context(entry['target']))
+        found.setdefault((context, entry['item']), entry['action'])
+    for entry in user.get('pending') or []:
+        found.setdefault((registry.named('systemd_user').probe, entry['item']), entry['action'])
+    docker = registry.named('docker')
+    if reports.get(docker.probe) is not None:
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import (
+            docker as docker_context)
+        if docker_context.docker_pending(host, docker_context.DAEMON_JSON):
+            for item in model.ITEMS:
+                found[(docker.probe, item)] = ('restarting docker.service (dockerd started '
+                                               'before daemon.json last changed)')
+    return found
+
+
+def pending_row(row, error, configured):
+    """``row`` of a context whose probe is pending (a busy Slurm node: effective's ``busy``
+    error): what is configured, from where, and how long the probe waited."""
+    setting = (error.get('configured') or {}).get(row['item']) or configured or {}
+    row.update(how='pending', actual='(pending: %s)' % error.get('reason', 'busy'),
+               waited_s=error.get('waited_s'))
+    if setting.get('soft') is not None or setting.get('hard') is not None:
+        row['configured'] = effective.human_limit(row['item'], setting)
+    if setting.get('source'):
+        row['source'] = setting['source']
+    return row
+
+
+def rows(observed, expected, gaps, configured_by_context, items, blocked=None, predicted=(),
+         pending=None, unapplied=None):
+    """One row per probed context and profile item: actual, expected, gap sides, source and
+    ``how`` (``probed``: a new process showed it; ``reused``: a new container showed it at
+    ``proved_at`` and nothing that decides it has changed since, module_utils/host/proofs.py;
+    ``predicted``: worked out from the files, the contexts in ``predicted``; ``pending``: the
+    probe could not start now, {context: its busy error} in ``pending``). ``blocked``: the
+    login lines pam_limits cannot apply (:func:`unappliable`); ``unapplied``: the evidence
+    of values not applied yet (:func:`pending_actions`)."""
+    pending = pending or {}
+    found = []
+    for context, entry in observed.items():
+        configured = configured_by_context.get(context, {})
+        for item in items:
+            limit = (entry.get('limits') or {}).get(item)
+            gap = [g for g in gaps if g['context'] == context and g['item'] == item]
+            source = source_of(context, configured.get(item) or {},
+                               dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
+                               blocked if context == 'login' else None,
+                               (unapplied or {}).get((context, item)))
+            row = dict(
+                context=context, item=item,
+                actual=limit['human'] if limit else '(none)',
+                expected=expected[item]['human'],
+                source=source or FALLBACK.get(context, UNIT_FALLBACK),
+                gap='+'.join(gap[0]['sides']) if gap else '',
+                how='predicted' if context in predicted else 'probed')
+            if entry.get('reused'):
+                row.update(how='reused', proved_at=entry['reused']['proved_at'])
+            if context in pending:
+                pending_row(row, pending[context], configured.get(item))
+            found.append(row)
+    return found
+
+
+def add_predicted(probed, reports, contexts):
+    """Put the predicted values of the contexts that were not probed (a pod when no CRI
+    client is given) into effective.probe's result, with their gaps; returns their names."""
+    predicted = {}
+    for record in registry.REGISTRY:
+        if record.probe and record.probe not in contexts:
+            limits = record.predict(reports.get(record.probe))
+            if limits:
+                predicted[record.probe] = limits
+                probed['contexts'][record.probe] = dict(
+                    command='', predicted=True, limits=effective.public_limits(limits))
+    if predicted and probed.get('expected'):
+        probed['gaps'] += effective.gaps(effective.from_public(probed['expected']), predicted)
+        probed['table'] = effective.gap_table(probed['gaps']) if probed['gaps'] else ''
+    return list(predicted)
+
+
+def audit(host, params):
+    """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
+    docker_image, podman_image, timeout, probe_max_age (seconds a container probe's proof may
+    be reused: 0 never), probe_proofs (the proofs an earlier audit returned, {context: proof},
+    kept by the controller; module_utils/host/proofs.py) and job (optional: the training job's
+    shape, :mod:`audit_job`). The result's ``proofs`` are the proofs of this audit's probes,
+    for the controller to keep: nothing is written on the node."""
+    profile = params['profile']
+    user = params['user']
+    result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
+                  pam_invalid=[], systemd_pending=[], present=[], unwritable=[], problems=[], proofs={})
+    try:
+        items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
+        model.parse_profile(profile, 'profile', floor=False)
+    except model.LimitError as exc:
+        raise AuditError(str(exc), result)
+    if (params.get('probe_max_age') or 0) < 0:
+        raise AuditError('probe_max_age: %s is below 0 (seconds; 0 starts a new container every '
+                         'time)' % params['probe_max_age'], result)
+    try:
+        job = audit_job.parse(params.get('job'))
+    except audit_job.jd.JobError as exc:
+        raise AuditError(str(exc), result)
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        raise AuditError('user: %s does not exist on this host' % user, result)
+
+    present = registry.detect()
+    result['present'] = present
+    result['unwritable'] = unwritable(present)
+    auditor = Auditor(host, params, present)
+    warnings = []
+    reports = {}
+    contexts = []
+    try:
+        for record in registry.REGISTRY:
+            if record.probe is None:
+                continue
+            report, found = record.report(auditor)
+            warnings.extend(found)
+            reports[record.probe] = report
+            result['problems'].extend(dict(problem, context=record.probe)
+                                      for problem in record.problems(report))
+            if record.audit_probe(report, auditor):
+                contexts.append(record.probe)
+    except info.InfoError as exc:
+        raise AuditError(exc.msg, result)
+    try:
+        probed = effective.probe(host, dict(
+            contexts=contexts, user=user, docker_image=params['docker_image'],
+            podman_image=params['podman_image'], pod_image=params.get('pod_image'),
+            pod_handler=params.get('pod_handler'), cri_client=params.get('cri_client'),
+            run_options=[], units=params['units'],
+            expect=profile, baseline=None, timeout=params['timeout'],
+            probe_max_age=params.get('probe_max_age') or 0,
+            probe_proofs=params.get('probe_proofs') or {}, prove=True))
+    except effective.ProbeFailure as exc:
+        raise AuditError(exc.msg, result)
+
+    predicted = add_predicted(probed, reports, contexts)
+    configured = dict((probe, registry.probed(probe).configured(report))
+                      for probe, report in reports.items())
+    system = reports[registry.named('systemd_system').probe]
+    for unit, report in system['units'].items():
+        configured[effective.unit_context(unit)] = report.get('configured') or {}
+    result.update(
+        contexts=probed['contexts'], errors=probed['errors'], gaps=probed['gaps'],
+        table=probed['table'], ceilings=probed['ceilings'], expected=probed['expected'],
+        proofs=probed.get('proofs') or {},
+        pam_invalid=reports[registry.named('pam').probe]['invalid'],
+        systemd_pending=system['pending'],
+        rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
+                  unappliable(configured[registry.named('pam').probe], host_limits.Ceiling()),
+                  predicted, dict((e['context'], e) for e in probed['errors']
+                                  if e.get('kind') == errors.BUSY),
+                  pending_actions(reports, host)))
+    if job:
+        result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
+    return result, warnings

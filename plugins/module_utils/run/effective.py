@@ -1,0 +1,325 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Effective limits: the probes that show what a new process gets in each context where a
+workload can start, and the comparison with a profile. Plain Python (Ansible only for the
+options' check, validated()); the probes run commands through the AnsibleModule they are given.
+
+A probe is a command whose output is a /proc/PID/limits text; the module runs them, this file
+builds them, parses their output and compares. Values are in kernel units (limits_model).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import pwd
+import shlex
+import subprocess
+import time
+from concurrent import futures
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports.probe_results import (  # noqa: F401
+    ProbeError, ProbeFailure, from_public, gap_table, human_limit, parse_probe, public_limits,
+    regressions, side_gap)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
+
+# Contexts in report order (the registry's). ``unit:NAME`` contexts (a running unit's main
+# process) come after.
+CONTEXTS = registry.PROBED
+CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
+
+
+def unit_context(unit):
+    return registry.UNIT_PREFIX + sdpaths.unit_name(unit)
+
+
+def gaps(expected, observed):
+    """Where a context gives less than the profile.
+
+    ``expected``: {item: Limit} (parse_profile; a side may be None); ``observed``:
+    {context: {item: Limit}} for the contexts that were probed. Returns a list of
+    {context, item, expected, actual, sides} (limits as {soft, hard} dicts, ``sides`` the
+    names of the sides below target) in context then item order.
+    """
+    result = []
+    for context in ordered(observed):
+        limits = observed[context]
+        for item in sorted(expected):
+            want = expected[item]
+            got = limits.get(item)
+            sides = [side for side in ('soft', 'hard')
+                     if side_gap(getattr(want, side), getattr(got, side) if got else None)]
+            if sides:
+                result.append(dict(context=context, item=item, expected=want.as_dict(),
+                                   actual=got.as_dict() if got else None, sides=sides))
+    return result
+
+
+def ordered(contexts):
+    """Context names in report order: the known ones first, then units by name."""
+    known = [c for c in CONTEXTS if c in contexts]
+    return known + sorted(c for c in contexts if c not in CONTEXTS)
+
+
+class Prober(object):
+    def __init__(self, module, timeout=60, grace=30, max_age=0, proofs=None, prove=False):
+        self.module = module
+        self.timeout = timeout
+        # limits_audit's probe_max_age: a context whose run_probe can reuse a proof
+        # (module_utils/host/proofs.py) may, for this many seconds, reuse one of ``proofs``
+        # ({context: proof}, limits_audit's probe_proofs, kept by the controller); with
+        # ``prove``, ``made`` gets {context: the proof of this call's result} (new, or the
+        # reused one) for the controller to keep. Nothing is written on the node.
+        # ``reused``: {context: when the reused proof was made (epoch seconds)}
+        self.max_age = max_age
+        self.proofs = proofs if isinstance(proofs, dict) else {}
+        self.prove = prove
+        self.made = {}
+        self.reused = {}
+        # the profile's items (effective.probe sets them): what a pending probe reports
+        self.items = None
+        # seconds past ``timeout`` (which `timeout` enforces on the command itself) that a
+        # process the command left may keep its output open
+        self.grace = grace
+        self.timeout_bin = module.get_bin_path('timeout')
+
+    def execute(self, args):
+        """(rc, stdout, stderr) of ``args`` in the C locale, stdin from /dev/null.
+
+        Not AnsibleModule.run_command: its read loop ends when a 1 s select() finds nothing and
+        the process has exited by the poll() after it, dropping output written in between (a
+        login probe then "printed no limits" with exit 0); with probes in threads under load
+        that window is wide enough to be hit. communicate() reads every pipe to its end (a
+        process left holding them past the timeout is killed and reported)."""
+        # the module's environment as it is: no guess at which PYTHONPATH entries are
+        # AnsiballZ's own (its layout is ansible's internal business)
+        env = dict(os.environ)
+        env.update(commands.c_env())
+        try:
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, close_fds=True)
+        except OSError as exc:
+            return 127, '', '%s: %s' % (args[0], exc.strerror or exc)
+        try:
+            out, err = proc.communicate(timeout=self.timeout + self.grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            try:
+                out, err = proc.communicate(timeout=1)
+            except subprocess.TimeoutExpired:
+                out, err = b'', b''
+            proc.stdout.close()
+            proc.stderr.close()
+            return (124, out.decode('utf-8', 'replace'),
+                    'its output was still open %d s after the start (a process it left holds '
+                    'it); killed' % (self.timeout + self.grace))
+        return proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
+
+    def run(self, command):
+        """stdout of ``command``; ProbeError with its output when it fails."""
+        full = list(command)
+        if self.timeout_bin:
+            full = [self.timeout_bin, str(self.timeout)] + full
+        binary = self.module.get_bin_path(command[0])
+        if not binary:
+            raise ProbeError('%s is not installed' % command[0])
+        rc, out, err = self.execute(full)
+        if rc != 0:
+            raise ProbeError('%s failed (rc %d): %s' % (' '.join(shlex.quote(c) for c in command),
+                                                        rc, (err or out).strip()[:500]))
+        return out
+
+    def proc(self, command, where):
+        out = self.run(command)
+        try:
+            return parse_probe(out, where)
+        except model.LimitError as exc:
+            raise ProbeError(str(exc))
+
+    def pid_limits(self, pid, where):
+        try:
+            text = host_limits.proc_limits_text(pid)
+        except (IOError, OSError) as exc:
+            raise ProbeError('%s: cannot read /proc/%s/limits: %s' % (where, pid, str(exc)))
+        try:
+            return parse_probe(text, where)
+        except model.LimitError as exc:
+            raise ProbeError(str(exc))
+
+    def user_manager(self, user, uid):
+        manager = 'user@%d.service' % uid
+        try:
+            self.run(['systemctl', 'is-active', '--quiet', manager])
+        except ProbeError:
+            raise ProbeError('%s is not running, so no user service of %s can start; keep it '
+                             'running with `loginctl enable-linger %s`' % (manager, user, user),
+                             kind=errors.NOT_RUNNING)
+        unit = '%s-%d.service' % (probes.PROBE_UNIT, os.getpid())
+        start, show, stop = probes.user_probe_commands(user, uid, unit)
+        self.run(start)
+        try:
+            pid = self.run(show).strip()
+            if not pid.isdigit() or pid == '0':
+                raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
+            return self.pid_limits(pid, 'user_manager')
+        finally:
+            self.execute(stop)
+
+    def unit(self, unit):
+        pid = self.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
+        if not pid.isdigit() or pid == '0':
+            raise ProbeError('%s is not running' % unit, kind=errors.NOT_RUNNING)
+        return self.pid_limits(pid, unit_context(unit))
+
+
+def outcome_of(call):
+    """``call()``'s value, or the ProbeError it raised (any other error propagates)."""
+    try:
+        return call()
+    except ProbeError as exc:
+        return exc
+
+
+def run_probes(calls, parallel=True):
+    """The outcome of each probe of ``calls`` (outcome_of), in their order.
+
+    In parallel, each probe runs in its own thread: the probes are commands (a login session,
+    a transient service, a user service, a container) that wait on other processes, so their
+    times overlap and a call costs about its slowest probe instead of their sum. The results
+    are the same as one after another: each probe starts its own new process and reads its
+    limits, and the outcomes are reported in the same order."""
+    if not parallel or len(calls) < 2:
+        return [outcome_of(call) for call in calls]
+    with futures.ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        running = [pool.submit(outcome_of, call) for call in calls]
+        return [done.result() for done in running]
+
+
+def argument_spec():
+    """effective_limits' options (also limits_restart's ``verify``)."""
+    return dict(
+        contexts=dict(type='list', elements='str', default=['login', 'service'],
+                      choices=CONTEXTS),
+        user=dict(type='str', default='root'),
+        docker_image=dict(type='str'),
+        podman_image=dict(type='str'),
+        pod_image=dict(type='str'),
+        pod_handler=dict(type='str', default=''),
+        cri_client=dict(type='list', elements='str', default=[]),
+        run_options=dict(type='list', elements='str', default=[]),
+        units=dict(type='list', elements='str', default=[]),
+        expect=dict(type='dict'),
+        baseline=dict(type='dict'),
+        timeout=dict(type='int', default=60),
+        parallel=dict(type='bool', default=True),
+    )
+
+
+def validated(params, field):
+    """``params`` checked against argument_spec() with its defaults filled in, and as probe()
+    checks them before it starts anything, or a ProbeFailure naming ``field``.OPTION
+    (limits_restart's ``verify``, checked before any restart)."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    outcome = ArgumentSpecValidator(argument_spec()).validate(dict(params or {}))
+    if outcome.error_messages:
+        raise ProbeFailure('%s: %s' % (field, '; '.join(outcome.error_messages)), {})
+    try:
+        checked(outcome.validated_parameters)
+    except ProbeFailure as exc:
+        raise ProbeFailure('%s.%s' % (field, exc.msg), {})
+    return outcome.validated_parameters
+
+
+def checked(params):
+    """(expected {item: Limit} or None, uid): the probe request's own checks (an image for
+    each context that needs one, the expected profile, the user), before anything runs; a
+    ProbeFailure names the option."""
+    for record in registry.REGISTRY:
+        image = record.image_option
+        if image and record.probe in params['contexts'] and not params[image]:
+            raise ProbeFailure('contexts has %s, so %s is required' % (record.probe, image), {})
+    expected = None
+    if params['expect'] is not None:
+        try:
+            expected = model.parse_profile(params['expect'], 'expect', floor=False)
+        except model.LimitError as exc:
+            raise ProbeFailure(str(exc), {})
+    try:
+        uid = pwd.getpwnam(params['user']).pw_uid
+    except KeyError:
+        raise ProbeFailure('user: %s does not exist on this host' % params['user'], {})
+    return expected, uid
+
+
+def probe(host, params):
+    """effective_limits' result: probes each context in a new process. ``host``: the
+    AnsibleModule (run_command, get_bin_path). params: contexts, user, docker_image,
+    podman_image, run_options, units, expect, baseline, timeout and parallel (run the probes
+    at the same time; default true)."""
+    result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
+                  ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
+    try:
+        expected, uid = checked(params)
+    except ProbeFailure as exc:
+        raise ProbeFailure(exc.msg, result)
+    if expected is not None:
+        result['expected'] = public_limits(expected)
+    user = params['user']
+
+    prober = Prober(host, params.get('timeout') or 60, max_age=params.get('probe_max_age') or 0,
+                    proofs=params.get('probe_proofs'), prove=params.get('prove', False))
+    prober.items = sorted(expected) if expected else None
+    observed = {}
+    plan = []
+    for context in CONTEXTS:
+        if context not in params['contexts']:
+            continue
+        record = registry.probed(context)
+        command = record.probe_command(user, uid, params)
+        plan.append((context, command,
+                     lambda r=record, c=command: r.run_probe(prober, user, uid, c)))
+    for unit in params['units']:
+        unit = sdpaths.unit_name(unit)
+        command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
+        plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
+
+    outcomes = run_probes([probe for _context, _command, probe in plan],
+                          params.get('parallel', True))
+    for (context, command, _probe), outcome in zip(plan, outcomes):
+        entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
+        if isinstance(outcome, ProbeError):
+            error = dict(context=context, msg=str(outcome), kind=outcome.kind)
+            error.update(getattr(outcome, 'detail', None) or {})
+            result['errors'].append(error)
+        else:
+            observed[context] = outcome
+            entry['limits'] = public_limits(outcome)
+            if context in prober.reused:
+                at = prober.reused[context]
+                entry['reused'] = dict(
+                    proved_at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(at)),
+                    age_s=int(max(0, time.time() - at)))
+        result['contexts'][context] = entry
+
+    if prober.prove:
+        result['proofs'] = dict(prober.made)
+    if expected is not None:
+        result['gaps'] = gaps(expected, observed)
+        result['table'] = gap_table(result['gaps']) if result['gaps'] else ''
+        for context, entry in sorted((params['baseline'] or {}).items()):
+            if context in observed and isinstance(entry, dict):
+                before = from_public(entry.get('limits'))
+                for found in regressions(before, observed[context], expected):
+                    found['context'] = context
+                    result['regressions'].append(found)
+    return result

@@ -1,0 +1,237 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One limits profile for every context, planned through the single-format planners.
+
+``plan_profile`` runs every planner (PAM, systemd system/user/units, Docker, Podman) before
+anything is written, so one refused value anywhere leaves every file as it was.
+``apply_all`` then writes the changed files and puts the earlier ones back if a later write
+fails. Used by the limits_profile module.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+
+CONTEXTS = registry.CONFIGURED
+DEFAULTS = registry.PATH_DEFAULTS
+
+
+def detect_contexts(root=''):
+    """The contexts present on the node, from files only (no service manager queries)."""
+    return registry.detect(root)
+
+
+def parse_request(params):
+    """limits_profile's parameters -> a contexts Request; the profile is parsed here, once.
+    Raises changes.Failure naming what the user wrote (``profile.nofile: ...``)."""
+    profile = params['profile']
+    if not profile:
+        raise changes.Failure('profile: at least one item is required')
+    try:
+        limits = model.parse_profile(profile, 'profile')
+        shm_size = params['docker_shm_size']
+        if shm_size is not None:
+            shm_size = model.parse_shm_size(shm_size, 'docker_shm_size')
+        podman_shm_size = params.get('podman_shm_size')
+        if podman_shm_size is not None:
+            podman_shm_size = model.parse_shm_size(podman_shm_size, 'podman_shm_size')
+    except model.LimitError as exc:
+        raise changes.Failure(str(exc))
+    for name, value in profile.items():
+        # one message naming the item, not one per context and domain
+        if isinstance(value, dict) and value.get('value') is None and \
+                (value.get('soft') is None) != (value.get('hard') is None):
+            raise changes.Failure('profile.%s: give both soft and hard (or one value for both)'
+                                  % name)
+    return Request(profile, limits, params['contexts'] or detect_contexts(),
+                   domains=params['domains'], units=params['units'], force=params['force'],
+                   on_conflict=params['on_conflict'], dropin=params['dropin'],
+                   docker_shm_size=shm_size, podman_shm_size=podman_shm_size,
+                   paths=dict((option, params[option]) for option in DEFAULTS),
+                   slurm_conf_edit=params.get('slurm_conf_edit', True),
+                   containerd_create_spec=params.get('containerd_create_spec', False),
+                   named=model.profile_sides(profile))
+
+
+def plan_profile(params, host):
+    """(contexts, [(context, Change)]) for every context; raises changes.Failure naming the
+    context. Every context of the registry that is asked for plans its files."""
+    request = parse_request(params)
+    ceiling = host_limits.Ceiling()
+    plans = []
+    for context in registry.REGISTRY:
+        if context.name is None or context.name in request.contexts:
+            plans.extend(context.plans(request, host, ceiling))
+
+    planned = []
+    for label, plan in plans:
+        try:
+            change = plan()
+        except changes.Failure as exc:
+            raise changes.Failure('%s: %s' % (label, exc.msg), context=label, kind=exc.kind,
+                                  **exc.result)
+        kept = request.kept.get(label) or []
+        if kept:
+            # every hard value kept, raised or lowered, and every soft value kept (said in one
+            # warning for all contexts: profile_run.report_actions)
+            change.result['limits_kept'] = [record.as_dict() for record in kept]
+        planned.append((label, change))
+    for label, change in planned:
+        if change.changed:
+            problem = change.writable()
+            if problem:
+                raise changes.Failure('%s: %s' % (label, problem), context=label)
+    return request.contexts, planned
+
+
+def apply_all(planned, backup):
+    """Write every changed file; on a failed write put the files written so far back."""
+    done = []
+    for context, change in planned:
+        if not change.changed:
+            continue
+        try:
+            change.apply(backup)
+        except changes.Failure as exc:
+            restored = changes.undo_all(done)
+            raise changes.Failure('%s: %s; nothing else was written%s' % (
+                context, exc.msg,
+                (', restored: ' + ', '.join(restored)) if restored else ''), context=context)
+        done.append((context, change))
+    return done
+
+
+def file_record(context, change):
+    record = dict(context=context, path=change.path, changed=change.changed,
+                  created=change.current is None and change.new is not None)
+    if change.result.get('backup_file'):
+        record['backup_file'] = change.result['backup_file']
+    return record
+
+
+RESTART_POLICIES = ('when_idle', 'always', 'never')
+
+
+CGROUP_ROOTS = ('/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd')
+
+
+def cgroup_dir(pid):
+    """The directory of a process's systemd cgroup (unified v2, or the hybrid layout's
+    ``unified`` or ``name=systemd`` hierarchy), or None."""
+    paths = []
+    try:
+        with open('/proc/%s/cgroup' % pid) as handle:
+            for line in handle:
+                fields = line.rstrip('\n').split(':', 2)
+                if len(fields) == 3 and (fields[0] == '0' or fields[1] == 'name=systemd'):
+                    paths.append(fields[2])
+    except (IOError, OSError):
+        return None
+    for path in paths:
+        for root in CGROUP_ROOTS:
+            candidate = root + path
+            if os.path.isfile(os.path.join(candidate, 'cgroup.procs')):
+                return candidate
+    return None
+
+
+def cgroup_pids(path):
+    """Every process in the cgroup tree at ``path``."""
+    found = []
+    for directory, _dirs, files in os.walk(path):
+        if 'cgroup.procs' not in files:
+            continue
+        try:
+            with open(os.path.join(directory, 'cgroup.procs')) as handle:
+                found.extend(int(p) for p in handle.read().split())
+        except (IOError, OSError, ValueError):
+            continue
+    return found
+
+
+def unit_main_pid(host, unit):
+    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', unit],
+                                     environ_update=commands.c_env())
+    pid = out.strip() if rc == 0 else ''
+    return int(pid) if pid.isdigit() and pid != '0' else None
+
+
+def unit_busy(host, unit):
+    """Why restarting ``unit`` now would disturb a workload, or '' when it is idle."""
+    pid = unit_main_pid(host, unit)
+    if pid is None:
+        return ''
+    directory = cgroup_dir(pid)
+    if directory is None:
+        return ''
+    if unit.startswith('user@'):
+        # the manager itself runs in init.scope; the user's services in app.slice
+        base = os.path.dirname(directory) if directory.endswith('/init.scope') else directory
+        running = cgroup_pids(os.path.join(base, 'app.slice'))
+        return ('%d process(es) of running user services would be stopped' % len(running)
+                if running else '')
+    others = [p for p in cgroup_pids(directory) if p != pid]
+    return ('%d process(es) besides the main one run in its cgroup (workloads)' % len(others)
+            if others else '')
+
+
+def actions(planned, host, policy='when_idle'):
+    """What must be reloaded or restarted, from the plans and the live system: each context
+    of the registry folds its changes in (``act``), then says which restarts it owes.
+
+    ``deferred`` lists the restarts ``policy`` does not allow now (a workload unit or a user
+    manager that is busy under ``when_idle``; every one of them under ``never``), each with the
+    probed context it leaves pending: the caller restarts the others and reports these."""
+    result = dict(reexec=False, user_managers=[], daemon_reload=False, units=[], docker=False,
+                  docker_pending=False, deferred=[], policy=policy)
+    state = {}
+    session_changed = False
+    for label, change in planned:
+        context = registry.owner(label)
+        if context.session and change.changed:
+            session_changed = True
+        context.act(change, result, state, host)
+    for context in registry.REGISTRY:
+        context.settle(result, state, host)
+    if session_changed:
+        # user@UID.service runs a PAM session under the system manager's defaults: a change to
+        # either (or to user.conf) reaches user services only through a restart
+        result['user_managers'] = sorted(set(result['user_managers'])
+                                         | set(running_user_managers(host)))
+    owed = []
+    for context in sorted(registry.REGISTRY, key=lambda c: c.restart_rank):
+        owed += context.owed(result, state, host, policy)
+    seen = set()
+    for unit, why in owed:
+        # a unit owed by two contexts (containerd.service: the pods' reason, then the unit's)
+        # is decided once, by the first (lower restart_rank)
+        if policy == 'always' or unit in seen:
+            continue
+        seen.add(unit)
+        if policy == 'never':
+            why = 'restart policy never'
+        else:
+            why = unit_busy(host, unit) if why is None else why
+        if why:
+            result['deferred'].append(dict(unit=unit, reason=why,
+                                           context=registry.restart_context(unit)))
+    return result
+
+
+def running_user_managers(host):
+    if not sdlive.systemd_running():
+        return []
+
+    def run(args):
+        return host.run_command(args, environ_update=commands.live_env())
+    return [unit for unit, _uid in sdlive.running_user_managers(run)]

@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the running systemd says: ``systemctl show`` of the managers and units, the running
+user managers, a unit's main process and its limits. ``run`` is module.run_command or
+subprocess; commands run in the C locale (commands.LIVE_ENV). Only systemctl's documented
+commands are used: one ``systemctl show`` with every property a manager or unit is asked for,
+one ``systemctl list-units`` for the running user managers. Never the managers' private
+sockets (``/run/systemd/private``): systemd(1) documents them as private to systemd."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_paths as paths
+
+
+# --- what the running systemd says -------------------------------------------------------
+
+def show_properties(items, prefix):
+    """``-p`` arguments for ``systemctl show`` covering ``items``."""
+    props = []
+    for name in items:
+        key = model.systemd_key(model.ITEMS[name], prefix)
+        props.extend([key, key + 'Soft'])
+    return props
+
+
+def parse_show(text):
+    """``systemctl show`` output -> {property: value}."""
+    result = {}
+    for line in (text or '').splitlines():
+        if '=' in line:
+            key, value = line.split('=', 1)
+            result[key] = value
+    return result
+
+
+def live_limits(props, prefix, items=None):
+    """{item: Limit} from parsed ``systemctl show`` properties (hard = X, soft = XSoft)."""
+    result = {}
+    for name in (items or model.RLIMIT_ITEMS):
+        key = model.systemd_key(model.ITEMS[name], prefix)
+        if key in props and key + 'Soft' in props:
+            try:
+                result[name] = model.Limit(model.from_systemd_show(name, props[key + 'Soft']),
+                                           model.from_systemd_show(name, props[key]))
+            except ValueError:
+                continue
+    return result
+
+
+def limits_dict(limits):
+    return dict((name, limit.as_dict()) for name, limit in sorted(limits.items()))
+
+
+# --- reading the running systemd (``run`` is module.run_command or subprocess) ------------------
+
+def systemd_running(root=''):
+    """sd_booted(): systemd is PID 1."""
+    return os.path.isdir(root + '/run/systemd/system')
+
+
+def manager_live(run, scope=paths.SYSTEM, user=None, uid=None):
+    """({item: Limit}, error) of the running system manager or ``user``'s user manager: one
+    ``systemctl show`` (``systemctl --user show`` run as the user) for every item."""
+    if scope == paths.USER and (not user or uid is None):
+        return None, 'no user given'
+    properties = show_properties(model.RLIMIT_ITEMS, paths.MANAGER_PREFIX)
+    args = ['systemctl']
+    if scope == paths.USER:
+        args.append('--user')
+    args += ['show', '--property=' + ','.join(properties)]
+    if scope == paths.USER:
+        args = commands.as_user(user, uid, args)
+    rc, out, err = run(args)
+    if rc != 0:
+        return None, (err or out or 'systemctl failed with %s' % rc).strip()
+    return live_limits(parse_show(out), paths.MANAGER_PREFIX), None
+
+
+USER_MANAGERS = re.compile(r'^user@(\d+)\.service$')
+
+
+def running_user_managers(run):
+    """[(unit, uid)] of running ``user@UID.service`` units: one ``systemctl list-units``."""
+    rc, out, _err = run(['systemctl', 'list-units', '--type=service', '--state=running',
+                         '--plain', '--no-legend', '--no-pager', 'user@*.service'])
+    if rc != 0:
+        return []
+    names = [line.split()[0] for line in out.splitlines() if line.split()]
+    result = []
+    for name in names:
+        match = USER_MANAGERS.match(name)
+        if match:
+            result.append((name, int(match.group(1))))
+    return result
+
+
+def running_instances(run, template):
+    """The active instances of a template unit (``train@.service`` -> ``train@1.service``,
+    ...): one ``systemctl list-units``."""
+    prefix, suffix = template.rsplit('@', 1)
+    rc, out, _err = run(['systemctl', 'list-units', '--type=' + suffix.lstrip('.'),
+                         '--state=active', '--plain', '--no-legend', '--no-pager',
+                         '%s@*%s' % (prefix, suffix)])
+    if rc != 0:
+        return []
+    return sorted(line.split()[0] for line in out.splitlines() if line.split())
+
+
+UNIT_STATE_PROPS = ('LoadState', 'ActiveState', 'SubState', 'MainPID', 'NeedDaemonReload',
+                    'FragmentPath', 'DropInPaths')
+
+
+def unit_live(run, unit, root=''):
+    """What systemd has loaded for ``unit`` and what its main process runs with."""
+    unit = paths.normalize_unit(unit)
+    props = list(UNIT_STATE_PROPS) + show_properties(model.RLIMIT_ITEMS, paths.UNIT_PREFIX)
+    rc, out, err = run(['systemctl', 'show', '--property=' + ','.join(props), unit])
+    if rc != 0:
+        return {'error': (err or out or 'systemctl failed with %s' % rc).strip()}
+    values = parse_show(out)
+    state = {
+        'load_state': values.get('LoadState'),
+        'active_state': values.get('ActiveState'),
+        'sub_state': values.get('SubState'),
+        'need_daemon_reload': values.get('NeedDaemonReload') == 'yes',
+        'fragment_path': values.get('FragmentPath') or None,
+        'dropin_paths': (values.get('DropInPaths') or '').split(),
+        'limits': live_limits(values, paths.UNIT_PREFIX),
+        'main_pid': None,
+        'process': None,
+    }
+    try:
+        pid = int(values.get('MainPID') or 0)
+    except ValueError:
+        pid = 0
+    if pid > 0:
+        state['main_pid'] = pid
+        state['process'] = _proc_limits(pid, root)
+    return state
+
+
+def _proc_limits(pid, root=''):
+    return host_limits.proc_limits(pid, root) or None
+
+
+def is_active(state):
+    return bool(state) and state.get('active_state') in ('active', 'activating', 'reloading')
+
+
+def differing(expected, actual):
+    """Item names whose Limit in ``expected`` differs from ``actual`` (a missing one differs)."""
+    actual = actual or {}
+    return sorted(name for name, limit in expected.items() if actual.get(name) != limit)
