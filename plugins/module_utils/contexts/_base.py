@@ -169,8 +169,9 @@ class Context(object):
         try:
             prober.run(['systemctl', 'is-active', '--quiet', unit])
         except probe_results.ProbeError:
-            raise probe_results.ProbeError('%s is not running, so no %s can start here' % (unit, what),
-                                       kind=errors.NOT_RUNNING)
+            raise probe_results.ProbeError(
+                '%s is not running, so no %s can start here' % (unit, what),
+                kind=errors.NOT_RUNNING)
 
     @staticmethod
     def main_process_limits(auditor, unit):

@@ -204,9 +204,9 @@ class ContainerdCri(Context):
     def run_probe(self, prober, user, uid, command):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
         if command[0] == 'false':
-            raise probe_results.ProbeError('k8s_pod: no CRI client on this node (cri_client: a '
-                                       'python with grpcio and the collection\'s cri_client.py)',
-                                       kind=errors.NOT_RUNNING)
+            raise probe_results.ProbeError(
+                'k8s_pod: no CRI client on this node (cri_client: a python with grpcio and the '
+                'collection\'s cri_client.py)', kind=errors.NOT_RUNNING)
         self.require_active(prober, UNIT, 'pod')
         return prober.proc(command, self.probe)
 

@@ -60,9 +60,8 @@ class Units(Context):
         and each running unit's restart under the policy."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
         every = set(c.name for c in self.registry if c.name) <= set(request.contexts)
-        found = undo_files.unit_dropins(request.dropin, unit_list(request.units,
-                                                                    request.contexts,
-                                                                    self.registry), every)
+        found = undo_files.unit_dropins(
+            request.dropin, unit_list(request.units, request.contexts, self.registry), every)
         return [(PREFIX + unit, lambda unit=unit, path=path: undo_files.remove_dropin(
             path, host, None, unit)) for unit, path in sorted(found.items())]
 

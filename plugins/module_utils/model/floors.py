@@ -14,8 +14,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
-    ITEMS)
 
 _KIB = 1024
 _MIB = 1024 * 1024

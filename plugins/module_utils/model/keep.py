@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
-    ITEMS, UNLIMITED, Limit, LimitError, compare, exceeds)
+    ITEMS, Limit, compare, exceeds)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.values import format_human
 
 

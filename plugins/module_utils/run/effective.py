@@ -20,13 +20,13 @@ import subprocess
 import time
 from concurrent import futures
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+# pylint: disable-next=unused-import
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports.probe_results import (  # noqa: F401
     ProbeError, ProbeFailure, from_public, gap_table, human_limit, parse_probe, public_limits,
     regressions, side_gap)

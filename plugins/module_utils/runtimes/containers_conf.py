@@ -23,6 +23,7 @@ from collections import OrderedDict
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core.safe_file import read_bytes
+# pylint: disable-next=unused-import
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes.toml_text import (  # noqa: F401
     Document, Entry, Header, line_col, render_string, render_strings, scan, TomlError)
 

@@ -1,26 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""How the limits role sorts the verification's findings (vars/main.yml, tasks/failed.yml),
-rendered with Ansible's templar: a probe pending on a busy Slurm node or on a deferred restart
-is not a failure, and the failure's headline names the contexts that failed."""
+"""How the limits role's run ends (module_utils/reports/outcome.py through the limits_outcome
+filter; vars/main.yml only passes data): a probe pending on a busy Slurm node or on a deferred
+restart is not a failure, the failure's headline names the contexts that failed, each gap row
+carries its cause, and the report says what was verified. The role decides none of it in
+Jinja: checked on vars/main.yml and the tasks."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import os
+import re
 
-import pytest
 import yaml
-from ansible.release import __version__ as ANSIBLE_VERSION
 
-if tuple(int(p) for p in ANSIBLE_VERSION.split('.')[:2]) < (2, 19):
-    # the Python 3.8 run has an older ansible-core, without trust_as_template; importing its
-    # templar here would also install its collection loader for the tests that follow
-    pytest.skip('the role is templated by ansible-core 2.19 and later', allow_module_level=True)
-
-from ansible.parsing.dataloader import DataLoader  # noqa: E402 pylint: disable=wrong-import-position
-from ansible.template import Templar, trust_as_template  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.tuning.plugins.filter.limits_failures import limits_outcome
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 BUSY = dict(context='slurm_job', kind='busy', msg='pending: node gpu2 runs jobs, so srun -w gpu2 '
@@ -28,48 +23,108 @@ BUSY = dict(context='slurm_job', kind='busy', msg='pending: node gpu2 runs jobs,
             'waited 5.0 s); ... Configured: nofile 16384:16384 from /etc/x.conf:3')
 GAP = dict(context='user_manager', item='nofile', sides=['soft'],
            expected=dict(soft=16384, hard=16384), actual=dict(soft=1024, hard=16384))
+PROFILE = dict(actions=dict(deferred=[]), units=['slurmd.service'], contexts=['pam', 'slurm'],
+               files=[dict(path='/etc/security/limits.d/90-gpufleet-tuning.conf', changed=True,
+                           context='pam'),
+                      dict(path='/etc/slurm/slurm.conf', changed=False, context='slurm')])
 
 
-def _load(*parts):
-    with open(os.path.join(ROOT, *parts)) as handle:
-        return yaml.safe_load(handle)
-
-
-def render(names, deferred=(), errors=(), gaps=()):
-    variables = dict(_load('roles', 'limits', 'vars', 'main.yml'))
-    failed = [t for t in _load('roles', 'limits', 'tasks', 'failed.yml') if 'vars' in t][0]
-    variables.update(failed['vars'])
-    variables = dict((k, trust_as_template(v) if isinstance(v, str) else v)
-                     for k, v in variables.items())
-    variables.update(
-        __limits=dict(actions=dict(deferred=list(deferred)), units=['slurmd.service']),
-        __limits_probe=dict(errors=list(errors), gaps=list(gaps), regressions=[], table=''),
-        __limits_verified=True, limits_verify_user='trainer')
-    templar = Templar(loader=DataLoader(), variables=variables)
-    return dict((name, templar.template(trust_as_template('{{ %s }}' % name))) for name in names)
+def run(deferred=(), errors=(), gaps=(), regressions=(), contexts=('login',), **kwargs):
+    profile = dict(PROFILE, actions=dict(deferred=list(deferred)))
+    after = dict(errors=list(errors), gaps=list(gaps), regressions=list(regressions),
+                 contexts=dict((c, {}) for c in contexts))
+    return limits_outcome(profile, after, user='trainer', **kwargs)
 
 
 def test_a_busy_slurm_node_is_pending_not_failed():
-    found = render(['__limits_errors', '__limits_busy', '__contexts', '__pending_note'],
-                   errors=[BUSY])
-    assert found['__limits_errors'] == [] and found['__contexts'] == []
-    assert found['__limits_busy'] == [BUSY]
+    found = run(errors=[BUSY])
+    assert found['errors'] == [] and found['failed_contexts'] == [] and found['busy'] == [BUSY]
+    assert not found['verify_failed'] and found['failure'] == ''
+    assert 'Pending, the probe could not start now: pending: node gpu2' in found['report']
+    # with a real failure beside it, the failure message says the busy probe is not one
+    found = run(errors=[BUSY], gaps=[GAP])
+    assert found['verify_failed']
     assert 'Pending, the probe could not start now (not failures): pending: node gpu2' in \
-        found['__pending_note']
+        found['failure']
 
 
 def test_the_headline_names_the_context_that_failed():
     # slurmd's restart deferred: the slurm_job probe's error is pending; user_manager failed
     deferred = [dict(unit='slurmd.service', context='slurm_job', reason='jobs run')]
     timeout = dict(context='slurm_job', kind='host', msg='srun failed (rc 124)')
-    found = render(['__limits_errors', '__limits_pending_errors', '__contexts'],
-                   deferred=deferred, errors=[timeout], gaps=[GAP])
-    assert found['__limits_errors'] == []
-    assert found['__limits_pending_errors'] == [timeout]
-    assert found['__contexts'] == ['user_manager']
+    found = run(deferred=deferred, errors=[timeout], gaps=[GAP])
+    assert found['pending'] == ['slurm_job', 'unit:slurmd.service']
+    assert found['errors'] == [] and found['pending_errors'] == [timeout]
+    assert found['failed_contexts'] == ['user_manager']
+    assert found['failure'].startswith('The profile is not in effect in user_manager for trainer')
+    assert 'Pending a restart by policy, not failures: slurm_job' in found['failure']
+    assert re.search(r'user_manager +nofile +16384:16384 +1024:16384 +soft', found['failure']), \
+        found['failure']
+    assert found['failure'].endswith('Nothing was rolled back (limits_rollback=never).')
 
 
 def test_a_probe_error_elsewhere_is_still_a_failure():
     broken = dict(context='docker', kind='host', msg='docker run failed (rc 125)')
-    found = render(['__limits_errors', '__contexts'], errors=[broken, BUSY])
-    assert found['__limits_errors'] == [broken] and found['__contexts'] == ['docker']
+    found = run(errors=[broken, BUSY])
+    assert found['errors'] == [broken] and found['failed_contexts'] == ['docker']
+    assert 'Probe docker failed: docker run failed (rc 125).' in found['failure']
+
+
+def test_rollback_follows_the_policy():
+    regression = dict(context='login', item='nofile', before=dict(soft=4096, hard=8192),
+                      after=dict(soft=1024, hard=4096), expected=dict(soft=16384, hard=16384),
+                      sides=['soft', 'hard'])
+    assert not run(gaps=[GAP], rollback='regression')['rollback_now']
+    found = run(regressions=[regression], rollback='regression')
+    assert found['rollback_now'] and found['verify_failed']
+    assert found['failure'].startswith('Login sessions of trainer get less than before')
+    assert 'login nofile: before 4096:8192, now 1024:4096, expected 16384:16384;' in \
+        found['failure']
+    assert found['failure'].endswith('restored from their backups or removed: '
+                                     '/etc/security/limits.d/90-gpufleet-tuning.conf')
+    assert run(gaps=[GAP], rollback='failure')['rollback_now']
+    assert not run(rollback='failure')['rollback_now']
+
+
+def test_the_report_of_a_good_run_and_of_a_run_without_verification():
+    found = run(contexts=('login', 'service', 'slurm_job'))
+    assert found['report'] == (
+        'Contexts: pam, slurm; units: slurmd.service; changed: '
+        '/etc/security/limits.d/90-gpufleet-tuning.conf; restarts deferred by '
+        'limits_docker_restart=when_idle: none Verified in new processes: login, service, '
+        'slurm_job.')
+    unverified = limits_outcome(PROFILE, None, check_mode=True)
+    assert unverified['report'].startswith('Contexts: pam, slurm; units: slurmd.service; '
+                                           'would change: ')
+    assert 'Verified' not in unverified['report'] and not unverified['verify_failed']
+
+
+def test_a_deferred_restart_is_reported_pending_with_its_gaps():
+    deferred = [dict(unit='docker.service', context='docker', reason='1 container runs')]
+    gap = dict(GAP, context='docker')
+    found = limits_outcome(dict(PROFILE, actions=dict(deferred=deferred),
+                                running_containers=dict(count=1, live_restore=False)),
+                           dict(gaps=[gap], errors=[], regressions=[], contexts={'docker': {}}))
+    assert not found['verify_failed'] and found['pending_gaps'] == [gap]
+    assert ('Pending: docker (limits_docker_restart=when_idle, running containers: 1, '
+            'live-restore: False). Deferred: docker.service: 1 container runs; new processes '
+            'there get the old limits until the restart: nofile.') in found['report']
+
+
+def test_the_role_decides_nothing_in_jinja():
+    """vars/main.yml and the tasks pass data to limits_outcome and act on its answer: no
+    filtering of gaps or errors by context or kind is left in them."""
+    texts = []
+    for folder in ('vars', 'tasks', 'handlers'):
+        directory = os.path.join(ROOT, 'roles', 'limits', folder)
+        for name in sorted(os.listdir(directory)):
+            with open(os.path.join(directory, name)) as handle:
+                texts.append((name, handle.read()))
+    for name, text in texts:
+        for pattern in (r"(gaps|errors)[^\n]*(select|reject)attr\('(context|kind)'",
+                        r'regressions \| length'):
+            assert not re.search(pattern, text), (name, pattern)
+    with open(os.path.join(ROOT, 'roles', 'limits', 'vars', 'main.yml')) as handle:
+        variables = yaml.safe_load(handle)
+    for name in ('__limits_verify_failed', '__limits_rollback_now'):
+        assert variables[name] == '{{ __limits_outcome.%s }}' % name[len('__limits_'):]

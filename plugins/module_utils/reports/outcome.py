@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The limits role's outcome of one run, decided here and nowhere else (the role only passes
+data to the ``limits_outcome`` filter and acts on what it returns): which contexts wait for a
+restart the policy deferred, which findings of the verification are failures and which are
+pending, busy or not verified, whether the run failed and rolls back, the report the play
+shows and the failure message.
+
+``profile``: limits_profile's result (``actions.deferred``, ``units``, ``files``,
+``contexts``, ``running_containers``); ``after``: the verification's probe result
+(effective_limits' or limits_restart's ``verified``: ``gaps``, ``errors``, ``regressions``,
+``contexts``), or None where the run did not verify. Private to the collection; plain Python.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
+
+UNIT_PREFIX = 'unit:'
+#: probe errors that are not failures: a context whose service does not run, a busy node
+NOT_FAILURES = ('not_running', 'busy')
+
+
+def _unique(values):
+    found = []
+    for value in values:
+        if value not in found:
+            found.append(value)
+    return found
+
+
+def pending(profile):
+    """The contexts whose restart the policy deferred: the deferred records' contexts, and
+    ``unit:NAME`` for a deferred unit the run also probes as a unit (slurmd.service of
+    slurm_job)."""
+    deferred = (profile.get('actions') or {}).get('deferred') or []
+    units = profile.get('units') or []
+    return _unique([d.get('context') for d in deferred]
+                   + [UNIT_PREFIX + d['unit'] for d in deferred if d.get('unit') in units])
+
+
+def outcome(profile, after=None, rollback='never', check_mode=False, restart_policy='when_idle',
+            user=''):
+    """{pending, failed, pending_gaps, errors, unverified, busy, pending_errors, failed_contexts,
+    verify_failed, rollback_now, written, report, failure}: see the module's docstring."""
+    profile = profile or {}
+    waiting = pending(profile)
+    verified = after is not None
+    after = after or {}
+    gaps = after.get('gaps') or []
+    errors = after.get('errors') or []
+    regressions = after.get('regressions') or []
+    found = dict(
+        pending=waiting,
+        failed=[g for g in gaps if g.get('context') not in waiting],
+        pending_gaps=[g for g in gaps if g.get('context') in waiting],
+        errors=[e for e in errors if e.get('kind') not in NOT_FAILURES
+                and e.get('context') not in waiting],
+        pending_errors=[e for e in errors if e.get('kind') not in NOT_FAILURES
+                        and e.get('context') in waiting],
+        unverified=[e for e in errors if e.get('kind') == 'not_running'],
+        busy=[e for e in errors if e.get('kind') == 'busy'],
+        written=[f['path'] for f in profile.get('files') or [] if f.get('changed')])
+    failing = bool(found['failed'] or found['errors'])
+    found['failed_contexts'] = _unique([g['context'] for g in found['failed']]
+                                       + [e['context'] for e in found['errors']])
+    found['verify_failed'] = verified and bool(regressions or failing)
+    found['rollback_now'] = verified and ((rollback == 'regression' and bool(regressions))
+                                          or (rollback == 'failure' and failing))
+    found['report'] = report(profile, found, after, verified, check_mode, restart_policy)
+    found['failure'] = failure(profile, found, after, rollback, user) \
+        if found['verify_failed'] else ''
+    return found
+
+
+def _changed_part(profile, check_mode, restart_policy):
+    deferred = (profile.get('actions') or {}).get('deferred') or []
+    files = [f['path'] for f in profile.get('files') or [] if f.get('changed')]
+    return ('Contexts: %s; units: %s; %s: %s; restarts deferred by limits_docker_restart=%s: %s'
+            % (', '.join(profile.get('contexts') or []),
+               ', '.join(profile.get('units') or []) or 'none',
+               'would change' if check_mode else 'changed', ', '.join(files) or 'nothing',
+               restart_policy,
+               ', '.join('%s (%s)' % (d.get('unit'), d.get('reason')) for d in deferred)
+               or 'none'))
+
+
+def _pending_part(profile, found, verified, restart_policy):
+    deferred = (profile.get('actions') or {}).get('deferred') or []
+    running = profile.get('running_containers') or {}
+    gaps = found['pending_gaps'] if verified else []
+    text = ('Pending: %s (limits_docker_restart=%s, running containers: %s, live-restore: %s). '
+            'Deferred: %s new processes there get the old limits until the restart: %s.'
+            % (', '.join(found['pending']), restart_policy, running.get('count', '?'),
+               running.get('live_restore', '?'),
+               ' '.join('%s: %s;' % (d.get('unit'), d.get('reason')) for d in deferred),
+               ', '.join(_unique(g['item'] for g in gaps)) or 'no gap measured'))
+    for error in (found['pending_errors'] if verified else []):
+        text += ' Probe %s (pending): %s.' % (error.get('context'), error.get('msg'))
+    return text
+
+
+def report(profile, found, after, verified, check_mode=False, restart_policy='when_idle'):
+    """What the play shows after a change (the handlers) or a verification of an unchanged
+    node: the contexts and the files changed, what waits for a restart, what could not be
+    probed now, what does not run, and the contexts verified in new processes."""
+    parts = [_changed_part(profile, check_mode, restart_policy)]
+    if found['pending']:
+        parts.append(_pending_part(profile, found, verified, restart_policy))
+    if verified and found['busy']:
+        parts.append('Pending, the probe could not start now: '
+                     + '; '.join(e.get('msg', '') for e in found['busy']))
+    if verified and found['unverified']:
+        parts.append('Not verified: ' + '; '.join(e.get('msg', '') for e in found['unverified']))
+    if verified and not found['verify_failed']:
+        contexts = sorted(c for c in (after.get('contexts') or []) if c not in found['pending'])
+        parts.append('Verified in new processes: %s.' % (', '.join(contexts) or 'none'))
+    return ' '.join(parts)
+
+
+def _pair(limit):
+    return '%s:%s' % ((limit or {}).get('soft'), (limit or {}).get('hard'))
+
+
+def failure(profile, found, after, rollback='never', user=''):
+    """The failure message of a failed verification: login sessions that get less than before
+    (the silent pam_limits fallback), the contexts that miss the profile with each row's
+    cause (gap_sources), what is pending and why, the probe errors, and the rollback."""
+    parts = []
+    regressions = after.get('regressions') or []
+    if regressions:
+        parts.append(
+            'Login sessions of %s get less than before the change and less than the profile\n'
+            "(the silent pam_limits fallback: one limit a session cannot set drops all of them; "
+            "the journal says 'Could not set limit'):\n%s"
+            % (user, ' '.join('%s %s: before %s, now %s, expected %s;'
+                              % (r.get('context'), r.get('item'), _pair(r.get('before')),
+                                 _pair(r.get('after')), _pair(r.get('expected')))
+                              for r in regressions)))
+    if found['failed_contexts']:
+        gaps = after.get('gaps') or []
+        table = probe_results.gap_table(gaps, found['pending'],
+                                        gap_sources.sources(gaps, profile)) if gaps else ''
+        waiting = _unique(e['context'] for e in found['pending_gaps'] + found['pending_errors'])
+        notes = []
+        if waiting:
+            notes.append('Pending a restart by policy, not failures: ' + ', '.join(waiting))
+        if found['busy']:
+            notes.append('Pending, the probe could not start now (not failures): '
+                         + '; '.join(e.get('msg', '') for e in found['busy']))
+        lines = ['The profile is not in effect in %s for %s (context x item -> expected / '
+                 'actual, soft:hard, source):' % (', '.join(found['failed_contexts']), user),
+                 table, ' '.join(notes),
+                 ' '.join('Probe %s failed: %s.' % (e.get('context'), e.get('msg'))
+                          for e in found['errors'])]
+        parts.append('\n'.join(line for line in lines if line))
+    if found['rollback_now']:
+        parts.append('Rolled back: the files this run changed were restored from their backups '
+                     'or removed: ' + ', '.join(found['written']))
+    else:
+        parts.append('Nothing was rolled back (limits_rollback=%s).' % rollback)
+    return '\n'.join(parts)
