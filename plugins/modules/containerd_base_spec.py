@@ -28,8 +28,10 @@ description:
     a base spec that is not JSON or not an OCI spec, a base spec path that does not exist and a
     handler that is neither configured nor C(runc).
   - Restarts containerd when a file changed, under O(restart) (C(when_idle) leaves it to a
-    later run while pod sandboxes run). Running pods keep their old spec either way. A restart
-    that fails puts the previous files back, starts containerd with them and fails, saying both.
+    later run while pod sandboxes run). Running pods keep their old spec either way. The restart
+    is checked (systemctl's exit status, and containerd active 2 seconds later); one that fails
+    puts the previous files back, starts containerd with them (checked the same way) and fails,
+    saying both.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 attributes:
@@ -123,18 +125,21 @@ deferred:
   type: str
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
     containerd_cri_conf as cc)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
     containerd_spec_plan as csp)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import oci_base_spec as oci
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_live
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
+
+
+UNIT = 'containerd.service'
 
 
 def main():
@@ -151,6 +156,11 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+
+    def pods_busy(_unit):
+        why = runtime_live.containerd_pods_busy(module)
+        return why and ('%s: containerd not restarted (when_idle); running pods keep their old '
+                        'spec, new pods get it after a restart' % why)
     try:
         planned = csp.plan(module.run_command, model.parse_profile(params['limits'], 'limits'),
                            config=params['config'], handlers=params['handlers'],
@@ -166,43 +176,25 @@ def main():
                           for p, o, n in writes]
     if module.check_mode or not writes:
         module.exit_json(**result)
-    done = []
-
-    def put_back():
-        for path, old in reversed(done):
-            if old is None:
-                os.unlink(path)
-            else:
-                safe_file.write_atomic(path, old.encode('utf-8', 'surrogateescape'))
-        return [p for p, o in done]
-
+    planned_changes = [('containerd_cri', changes.Change(path, {}, current=old, new=new))
+                       for path, old, new in writes]
     try:
-        for path, old, new in writes:
-            safe_file.write_atomic(path, new.encode('utf-8', 'surrogateescape'),
-                                   backup=params['backup'])
-            done.append((path, old))
-    except errors.Error as exc:
-        module.fail_json(msg=exc.msg, kind=exc.kind, files_restored=put_back())
-    policy = params['restart']
-    why = csp.pods_busy(module.run_command) if policy == 'when_idle' else None
-    if policy == 'never':
-        result['deferred'] = 'restart: never; containerd reads the base spec when it starts'
-    elif why:
-        result['deferred'] = ('%s: containerd not restarted (when_idle); running pods keep '
-                              'their old spec, new pods get it after a restart' % why)
+        written = restarts.write_all(planned_changes, params['backup'])
+    except changes.Failure as exc:
+        module.fail_json(msg=exc.msg, kind=exc.kind, files_restored=exc.result['files_restored'])
+    # the restart engine: when_idle asks for pods (runtime_live.containerd_pods_busy); a failed
+    # or unsettled restart puts the files back, starts containerd again with them and fails
+    engine = restarts.Engine(
+        restarts.Restarter(module), policy=params['restart'], busy=pods_busy,
+        never='restart: never; containerd reads the base spec when it starts')
+    try:
+        engine.run([('unit', UNIT)], {}, written)
+    except restarts.RestartFailure as exc:
+        module.fail_json(msg=exc.msg, kind=exc.kind,
+                         files_restored=exc.result['files_restored'], **result)
+    if engine.deferred:
+        result['deferred'] = engine.deferred[0]['reason']
     else:
-        rc, out, err = module.run_command(['systemctl', 'restart', 'containerd.service'])
-        if rc != 0:
-            # never leave the node without its runtime: the previous files, containerd again
-            failed = (err or out).strip().rstrip('.')
-            restored = put_back()
-            rc2, out2, err2 = module.run_command(['systemctl', 'restart', 'containerd.service'])
-            again = ('containerd runs again with the previous files' if rc2 == 0 else
-                     'containerd did NOT start with the previous files either: %s'
-                     % (err2 or out2).strip())
-            module.fail_json(msg='systemctl restart containerd.service failed with this run\'s '
-                             'files: %s. Restored: %s; %s.' % (failed, ', '.join(restored), again),
-                             kind=errors.HOST, files_restored=restored, **result)
         result['restarted'] = True
     module.exit_json(**result)
 

@@ -28,8 +28,9 @@ description:
   - Edits only C(default_ulimits); every other line of the drop-in is kept byte for byte. Entries
     for items not given are kept unless O(purge=true). The write is atomic and keeps the file's
     owner and mode.
-  - A change needs a CRI-O restart, done under O(restart). A restart that fails puts the
-    previous file back, starts CRI-O with it and fails, saying both.
+  - A change needs a CRI-O restart, done under O(restart) and checked (systemctl's exit status,
+    and C(crio.service) active 2 seconds later). A restart that fails puts the previous file
+    back, starts CRI-O with it (checked the same way) and fails, saying both.
   - CRI-O is not packaged in Debian 12, where this collection is tested; the module is tested
     against CRI-O's documented syntax and a hand-made C(/etc/crio) tree, never against a running
     CRI-O (docs/containerd-kubernetes.md).
@@ -165,41 +166,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_plan
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
 
 UNIT = 'crio.service'
-
-
-def busy(module):
-    """Why restarting CRI-O now would disturb pods, or None (pods that cannot be listed count
-    as busy)."""
-    crictl = module.get_bin_path('crictl')
-    if crictl is None:
-        return 'the pods could not be listed (crictl: not installed)'
-    rc, out, err = module.run_command([crictl, 'pods', '-q'])
-    if rc != 0:
-        return 'the pods could not be listed (crictl: %s)' % (err or out).strip()
-    count = len(out.split())
-    return ('%d pod sandbox(es) exist' % count) if count else None
-
-
-def restart(module, change):
-    """Restart CRI-O; when that fails, put the previous file back, start CRI-O with it and fail
-    naming both outcomes."""
-    rc, out, err = module.run_command(['systemctl', 'restart', UNIT])
-    if rc == 0:
-        change.result['restarted'] = True
-        return
-    failed = (err or out).strip().rstrip('.')
-    change.undo()
-    rc, out, err = module.run_command(['systemctl', 'restart', UNIT])
-    again = ('CRI-O runs again with the previous file' if rc == 0 else
-             'CRI-O did NOT start with the previous file either: %s'
-             % (err or out).strip().rstrip('.'))
-    module.fail_json(msg="systemctl restart %s failed with this run's file: %s. Restored: %s; "
-                     '%s.' % (UNIT, failed, change.path, again), kind=errors.HOST,
-                     files_restored=[change.path], **change.result)
 
 
 def main():
@@ -224,13 +195,20 @@ def main():
     change.result.update(restarted=False, deferred=None)
 
     def restart_owed(result):
-        why = busy(module) if params['restart'] == 'when_idle' else None
-        if params['restart'] == 'never':
-            result['deferred'] = 'restart: never'
-        elif why:
-            result['deferred'] = why
+        # the restart engine: when_idle asks for pod sandboxes (runtime_live.crio_pods_busy); a
+        # failed or unsettled restart puts the file back, starts CRI-O with it and fails
+        engine = restarts.Engine(restarts.Restarter(module), policy=params['restart'],
+                                 busy=lambda _unit: runtime_live.crio_pods_busy(module),
+                                 never='restart: never')
+        try:
+            engine.run([('unit', UNIT)], {}, [('crio', change)])
+        except restarts.RestartFailure as exc:
+            module.fail_json(msg=exc.msg, kind=exc.kind,
+                             files_restored=exc.result['files_restored'], **change.result)
+        if engine.deferred:
+            result['deferred'] = engine.deferred[0]['reason']
         else:
-            restart(module, change)
+            result['restarted'] = True
     changes.finish(module, change, params['backup'], after_write=restart_owed)
 
 

@@ -164,10 +164,11 @@ options:
         restart, do the restarts RV(actions) owes except the C(deferred) ones, in
         M(gpufleet.tuning.limits_restart)'s order and with its checks (O(settle),
         O(docker_wait)), then probe as O(verify) says. RV(restarted) says what was done.
-      - A restart that fails outright (the re-exec, a user manager, dockerd never answering)
-        fails the task with the files written. A unit that fails its restart or dies within
-        O(settle) is named in RV(restarted) C(failed_unit), and nothing after it is restarted
-        or probed; the limits role then puts the previous files back.
+      - A restart that fails (the re-exec, a user manager, dockerd never answering, or a unit
+        that fails its restart or dies within O(settle), named in RV(restarted) C(failed_unit))
+        stops there: nothing after it is restarted or probed. The files this call wrote are put
+        back, what it had restarted and the step that failed are done again with them, and the
+        task fails saying both outcomes (RV(restarted) C(put_back)).
     type: bool
     default: false
   settle:
@@ -306,7 +307,7 @@ EXAMPLES = r'''
       docker_image: busybox:latest
   register: applied
   failed_when: >-
-    applied.restarted.failed_unit | length > 0
+    applied.failed | default(false)
     or (applied.restarted.verified.gaps | default([]) | length > 0)
 
 - name: Take the collection's limits back off the node (playbooks/undo_limits.yml)
@@ -407,8 +408,8 @@ restarted:
       dockerd's version after its restart (C(docker_version)) and, with O(verify), the
       probes' result (C(verified), M(gpufleet.tuning.effective_limits)' return). C(steps)
       lists the restarts planned (in check mode those that would be done).
-    - After a restart that failed outright, C(put_back) has C(restored) (the files put back)
-      and C(outcome) (what was restarted again with them, or why that failed).
+    - After a failed restart, C(put_back) has C(restored) (the files put back, in write
+      order) and C(outcome) (what was restarted again with them, or why that failed).
   returned: when O(restart) is true
   type: dict
   sample: {steps: [systemctl daemon-reexec, restart docker.service,

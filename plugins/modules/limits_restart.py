@@ -22,13 +22,20 @@ description:
   - O(reexec) runs C(systemctl daemon-reexec); O(daemon_reload) C(systemctl daemon-reload).
   - Each unit of O(units), then dockerd when O(docker) is set, is restarted and must be active
     O(settle) seconds later (a C(Type=simple) unit such as C(slurmd.service) can report a good
-    restart and then die on its new limits). The first one that fails stops the run; the
-    module returns it in RV(failed_unit) with systemctl's error and the unit's last journal
-    lines, restarts nothing after it and does not fail, so that the caller puts the previous
-    files back and starts the unit with them (the limits role does, then fails the host with
-    both outcomes).
+    restart and then die on its new limits). The first one that fails stops the run and is
+    returned in RV(failed_unit) with systemctl's error and the unit's last journal lines;
+    nothing after it is restarted.
+  - With O(written) (the files the change wrote, as M(gpufleet.tuning.limits_profile)'s
+    RV(gpufleet.tuning.limits_profile#module:files) lists them), any failed step puts those
+    files back from their backups (or removes the ones the change created), does again with
+    them what this call had done and the step that failed (each unit checked as before), and
+    fails saying both outcomes (RV(put_back)). Without O(written) a failed unit does not fail
+    the module: the caller repairs it.
   - The units of O(user_managers) (C(user@UID.service)) are restarted by one C(systemctl
     restart) (systemd runs the jobs at the same time); a failure fails the module.
+  - The steps run through the collection's restart engine, as the restarts of
+    M(gpufleet.tuning.limits_profile), M(gpufleet.tuning.containerd_base_spec) and
+    M(gpufleet.tuning.crio_ulimits) do.
   - With O(docker), waits up to O(docker_wait) seconds for dockerd to answer C(docker info)
     after its restart; no answer fails the module.
   - A failed re-exec or reload fails the module before any restart.
@@ -69,6 +76,15 @@ options:
     description: Seconds to wait for dockerd to answer after its restart.
     type: int
     default: 60
+  written:
+    description:
+      - The files the change wrote, each with C(path) and C(backup_file) (a changed file) or
+        C(created=true) (a file the change created); other keys are ignored. The limits role
+        passes limits_profile's changed RV(gpufleet.tuning.limits_profile#module:files).
+      - Given, a failed restart puts them back and fails the module after doing again, with
+        them, what was done (see the description).
+    type: list
+    elements: dict
   verify:
     description:
       - The options of M(gpufleet.tuning.effective_limits) (C(contexts), C(user),
@@ -104,10 +120,12 @@ EXAMPLES = r'''
     docker: "{{ limits.actions.docker and 'docker.service' not in limits.actions.deferred | map(attribute='unit') }}"
   register: restarts
 
-- name: Fail when a unit did not survive its restart (put the previous files back first)
-  ansible.builtin.fail:
-    msg: "{{ restarts.failed_unit.unit }}: {{ restarts.failed_unit.error }}"
-  when: restarts.failed_unit
+
+- name: The same, putting this run's files back when a restart fails (and failing, saying both)
+  gpufleet.tuning.limits_restart:
+    daemon_reload: "{{ limits.actions.daemon_reload }}"
+    units: "{{ limits.actions.units | reject('in', limits.actions.deferred | map(attribute='unit')) }}"
+    written: "{{ limits.files | selectattr('changed') }}"
 '''
 
 RETURN = r'''
@@ -127,6 +145,16 @@ failed_unit:
   type: dict
   sample: {unit: slurmd.service, error: "not active after 2 s: ActiveState failed, Result signal",
            journal: ["slurmd.service: Main process exited, code=killed, status=25/XFSZ"]}
+put_back:
+  description:
+    - With O(written), after a failed step, C(restored) (the files put back, in write order,
+      each one that could not be with why) and C(outcome) (what was done again with them: a
+      dict like this module's return, or why that failed).
+  returned: when a step failed and O(written) was given
+  type: dict
+  sample: {restored: [/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf],
+           outcome: {done: [systemctl daemon-reload, restart slurmd.service], failed_unit: {},
+                     docker_version: null}}
 docker_version:
   description: dockerd's version as it answered after its restart (null without O(docker)).
   returned: always
@@ -145,6 +173,7 @@ verified:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
 
@@ -159,6 +188,7 @@ def main():
             docker=dict(type='bool', default=False),
             settle=dict(type='int', default=2),
             docker_wait=dict(type='int', default=60),
+            written=dict(type='list', elements='dict'),
             verify=dict(type='dict'),
         ),
         supports_check_mode=True,
@@ -176,12 +206,16 @@ def main():
         result['diff'] = dict(before='', after=steps_text)
     if module.check_mode:
         module.exit_json(**result)
+    written = None
+    if module.params['written'] is not None:
+        written = [(entry.get('context'), changes.Written(
+            entry['path'], entry.get('backup_file'), bool(entry.get('created'))))
+            for entry in module.params['written'] if entry.get('path')]
+    engine = restarts.Engine(restarts.Restarter(module, settle=module.params['settle'],
+                                                docker_wait=module.params['docker_wait']))
     try:
-        restarts.restart_then_probe(
-            restarts.Restarter(module, settle=module.params['settle'],
-                               docker_wait=module.params['docker_wait']),
-            planned, result, verify, effective.probe)
-    except restarts.RestartError as exc:
+        engine.run(planned, result, written, verify, effective.probe if verify is not None else None)
+    except (restarts.RestartError, restarts.RestartFailure) as exc:
         module.fail_json(msg=exc.msg, **result)
     except effective.ProbeFailure as exc:
         module.fail_json(msg='verify: %s' % exc.msg, verified=exc.result, **result)

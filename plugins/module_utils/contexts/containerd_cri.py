@@ -186,8 +186,8 @@ class ContainerdCri(Context):
         if not state.get('containerd_cri') or UNIT not in actions['units'] or policy != 'when_idle':
             return []
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
-            containerd_spec_plan as csp)
-        why = csp.pods_busy(host.run_command)
+            runtime_live)
+        why = runtime_live.containerd_pods_busy(host)
         return [(UNIT, ('%s: running pods keep their old spec, new pods get the profile after '
                         'containerd restarts' % why) if why else None)]
 

@@ -66,8 +66,20 @@ class Crio(Context):
 
     def act(self, change, actions, state, host):
         # CRI-O reads default_ulimits at start: the units context restarts it (checked)
+        state['crio'] = True
         if change.changed and UNIT not in actions['units']:
             actions['units'].append(UNIT)
+
+    def owed(self, actions, state, host, policy):
+        # when_idle: pod sandboxes, as crio_ulimits asks (runtime_live.crio_pods_busy); CRI-O's
+        # containers run outside crio.service's cgroup, so the unit's cgroup cannot tell
+        if not state.get('crio') or UNIT not in actions['units'] or policy != 'when_idle':
+            return []
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            runtime_live)
+        why = runtime_live.crio_pods_busy(host)
+        return [(UNIT, ('%s: running pods keep their limits, new pods get the profile after '
+                        'CRI-O restarts' % why) if why else None)]
 
 
 CONTEXT = Crio()

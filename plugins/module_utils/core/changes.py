@@ -85,6 +85,30 @@ class Change(object):
             safe_file.write_atomic(self.path, self.encode(self.current), mode=self.mode)
 
 
+class Written(object):
+    """A file an earlier call wrote, as limits_profile's ``files`` records it (``path``,
+    ``backup_file``, ``created``): :meth:`undo` puts it back from its backup, or removes it
+    when that call created it; duck-typed with Change for :func:`undo_all`."""
+
+    def __init__(self, path, backup_file=None, created=False):
+        self.path = path
+        self.backup_file = backup_file
+        self.created = created
+
+    def undo(self):
+        if self.backup_file:
+            data = safe_file.read_bytes(self.backup_file)
+            if data is None:
+                raise OSError('its backup %s is gone' % self.backup_file)
+            safe_file.write_atomic(self.path, data,
+                                   mode=os.stat(self.backup_file).st_mode & 0o7777)
+        elif self.created:
+            if os.path.lexists(self.path):
+                os.unlink(self.path)
+        else:
+            raise OSError('no backup of it was made')
+
+
 def undo_all(written):
     """Put back every file of ``written`` ([(context, Change)], in write order), the last
     written first; returns their paths, each failed one with why."""
@@ -93,7 +117,7 @@ def undo_all(written):
         try:
             change.undo()
             restored.append(change.path)
-        except (IOError, OSError) as exc:
+        except (IOError, OSError, safe_file.FileError) as exc:
             restored.append('%s (NOT restored: %s)' % (change.path, exc))
     return restored
 

@@ -5,14 +5,12 @@
 
 ``plan_profile`` runs every planner (PAM, systemd system/user/units, Docker, Podman) before
 anything is written, so one refused value anywhere leaves every file as it was.
-``apply_all`` then writes the changed files and puts the earlier ones back if a later write
-fails. Used by the limits_profile module.
+The restart engine (systemd/restarts.py: write_all) then writes the changed files and puts the
+earlier ones back if a later write fails. Used by the limits_profile module.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
-
-import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
@@ -94,23 +92,6 @@ def plan_profile(params, host):
     return request.contexts, planned
 
 
-def apply_all(planned, backup):
-    """Write every changed file; on a failed write put the files written so far back."""
-    done = []
-    for context, change in planned:
-        if not change.changed:
-            continue
-        try:
-            change.apply(backup)
-        except changes.Failure as exc:
-            restored = changes.undo_all(done)
-            raise changes.Failure('%s: %s; nothing else was written%s' % (
-                context, exc.msg,
-                (', restored: ' + ', '.join(restored)) if restored else ''), context=context)
-        done.append((context, change))
-    return done
-
-
 def file_record(context, change):
     record = dict(context=context, path=change.path, changed=change.changed,
                   created=change.current is None and change.new is not None)
@@ -120,69 +101,6 @@ def file_record(context, change):
 
 
 RESTART_POLICIES = ('when_idle', 'always', 'never')
-
-
-CGROUP_ROOTS = ('/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd')
-
-
-def cgroup_dir(pid):
-    """The directory of a process's systemd cgroup (unified v2, or the hybrid layout's
-    ``unified`` or ``name=systemd`` hierarchy), or None."""
-    paths = []
-    try:
-        with open('/proc/%s/cgroup' % pid) as handle:
-            for line in handle:
-                fields = line.rstrip('\n').split(':', 2)
-                if len(fields) == 3 and (fields[0] == '0' or fields[1] == 'name=systemd'):
-                    paths.append(fields[2])
-    except (IOError, OSError):
-        return None
-    for path in paths:
-        for root in CGROUP_ROOTS:
-            candidate = root + path
-            if os.path.isfile(os.path.join(candidate, 'cgroup.procs')):
-                return candidate
-    return None
-
-
-def cgroup_pids(path):
-    """Every process in the cgroup tree at ``path``."""
-    found = []
-    for directory, _dirs, files in os.walk(path):
-        if 'cgroup.procs' not in files:
-            continue
-        try:
-            with open(os.path.join(directory, 'cgroup.procs')) as handle:
-                found.extend(int(p) for p in handle.read().split())
-        except (IOError, OSError, ValueError):
-            continue
-    return found
-
-
-def unit_main_pid(host, unit):
-    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', unit],
-                                     environ_update=commands.c_env())
-    pid = out.strip() if rc == 0 else ''
-    return int(pid) if pid.isdigit() and pid != '0' else None
-
-
-def unit_busy(host, unit):
-    """Why restarting ``unit`` now would disturb a workload, or '' when it is idle."""
-    pid = unit_main_pid(host, unit)
-    if pid is None:
-        return ''
-    directory = cgroup_dir(pid)
-    if directory is None:
-        return ''
-    if unit.startswith('user@'):
-        # the manager itself runs in init.scope; the user's services in app.slice
-        base = os.path.dirname(directory) if directory.endswith('/init.scope') else directory
-        running = cgroup_pids(os.path.join(base, 'app.slice'))
-        return ('%d process(es) of running user services would be stopped' % len(running)
-                if running else '')
-    others = [p for p in cgroup_pids(directory) if p != pid]
-    return ('%d process(es) besides the main one run in its cgroup (workloads)' % len(others)
-            if others else '')
 
 
 def actions(planned, host, policy='when_idle'):
@@ -221,7 +139,7 @@ def actions(planned, host, policy='when_idle'):
         if policy == 'never':
             why = 'restart policy never'
         else:
-            why = unit_busy(host, unit) if why is None else why
+            why = sdlive.unit_busy(host, unit) if why is None else why
         if why:
             result['deferred'].append(dict(unit=unit, reason=why,
                                            context=registry.restart_context(unit)))

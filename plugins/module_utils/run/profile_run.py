@@ -67,9 +67,11 @@ def verify_request(module, params, result):
 
 def restart(module, params, result, verify, written=()):
     """``restart``: the restarts ``actions`` owes and the policy allows, then the probes
-    (``verify``), into ``restarted``; only when a file changed or a restart is owed. A restart
-    that fails outright puts back the files this call wrote (``written``) and does again what
-    it had restarted, with them, before the task fails (``restarted.put_back``)."""
+    (``verify``), into ``restarted``; only when a file changed or a restart is owed, through
+    the restart engine (systemd/restarts.py). A restart that fails (outright, or a unit not
+    active ``settle`` seconds later) puts back the files this call wrote (``written``) and
+    does again what it had restarted, with them, before the task fails with both outcomes
+    (``restarted.put_back``)."""
     actions = result['actions']
     # a node that owes nothing but that its files already show below the profile (a line
     # that overrides it, warned) is probed too: an unchanged node with a gap is not green
@@ -94,15 +96,12 @@ def restart(module, params, result, verify, written=()):
 
         verify['baseline'] = result.get('baseline')
         probe, probe_failure = effective.probe, effective.ProbeFailure
-    restarter = restarts.Restarter(module, settle=params['settle'],
-                                   docker_wait=params['docker_wait'])
+    engine = restarts.Engine(restarts.Restarter(module, settle=params['settle'],
+                                                docker_wait=params['docker_wait']))
     try:
-        restarts.restart_then_probe(restarter, planned, done, verify, probe)
-    except restarts.RestartError as exc:
-        restored, outcome = restarts.put_back(restarter, list(written), planned, dict(done))
-        done['put_back'] = dict(restored=restored, outcome=outcome)
-        module.fail_json(msg='restart: %s; %s' % (exc.msg, restarts.put_back_message(
-            restored, outcome)), **result)
+        engine.run(planned, done, list(written), verify, probe)
+    except restarts.RestartFailure as exc:
+        module.fail_json(msg='restart: %s' % exc.msg, **result)
     except probe_failure as exc:
         done['verified'] = exc.result
         module.fail_json(msg='verify: %s' % exc.msg, **result)
@@ -142,7 +141,7 @@ def write(module, params, result, planned, changed):
     if not changed or module.check_mode:
         return []
     try:
-        return pp.apply_all(planned, params['backup'])
+        return restarts.write_all(planned, params['backup'])
     except changes.Failure as exc:
         module.fail_json(msg=exc.msg, **dict(result, **exc.result))
 

@@ -5,7 +5,7 @@
 
 Each context of the registry plans its own undo (``Context.undo_plans``, from the planners of
 undo/undo_files.py), writing nothing. The changes then take the
-same path as a write: ``profile_plan.apply_all`` (atomic, mode kept, put back on a failure),
+same path as a write: ``restarts.write_all`` (atomic, mode kept, put back on a failure),
 ``profile_plan.actions`` (the restarts owed, under the restart policy) and
 ``profile_run.restart``. Every Change's result carries ``undo``: {action, detail, backup}.
 """

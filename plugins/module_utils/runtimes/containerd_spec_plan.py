@@ -99,17 +99,6 @@ def plan(run_command, limits, config=cc.CONFIG, handlers=None, create=False,
     return Plan(writes, result, skipped, version)
 
 
-def pods_busy(run_command):
-    """Why a restart of containerd now would disturb pods, or None: pod sandboxes and
-    containers of the k8s.io namespace exist (or they cannot be listed: then it counts as busy)."""
-    rc, out, err = run_command(['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q'],
-                               environ_update=commands.c_env())
-    if rc != 0:
-        return 'the pods could not be listed (ctr: %s)' % (err or out).strip()
-    count = len(out.split())
-    return ('%d pod container(s) and sandbox(es) exist' % count) if count else None
-
-
 # --- read-only: what the audit predicts --------------------------------------------------------
 
 def pod_spec(config=cc.CONFIG, handler=''):

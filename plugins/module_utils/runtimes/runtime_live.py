@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The container runtimes as they run: how many containers, and dockerd's live-restore.
-Read-only; used by the planners (docker_plan, podman_plan), the reports (info) and the docker
-context."""
+"""The container runtimes as they run: how many containers, dockerd's live-restore, and whether
+a restart of containerd or CRI-O would disturb pods (one helper each: the restart policy of the
+contexts and of the modules that restart a runtime). Read-only; used by the planners
+(docker_plan, podman_plan), the reports (info), the contexts and the runtime modules."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -54,3 +55,27 @@ def parse_docker_info(text):
         if fields[2] in ('true', 'false'):
             live_restore = fields[2] == 'true'
     return count, live_restore
+
+
+def containerd_pods_busy(host):
+    """Why a restart of containerd now would disturb pods, or None: pod sandboxes and
+    containers of the k8s.io namespace exist (or they cannot be listed: then it counts as busy)."""
+    rc, out, err = host.run_command(['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q'],
+                                    environ_update=commands.c_env())
+    if rc != 0:
+        return 'the pods could not be listed (ctr: %s)' % (err or out).strip()
+    count = len(out.split())
+    return ('%d pod container(s) and sandbox(es) exist' % count) if count else None
+
+
+def crio_pods_busy(host):
+    """Why a restart of CRI-O now would disturb pods, or None: pod sandboxes exist (``crictl
+    pods -q``), or they cannot be listed (then it counts as busy)."""
+    crictl = host.get_bin_path('crictl')
+    if crictl is None:
+        return 'the pods could not be listed (crictl: not installed)'
+    rc, out, err = host.run_command([crictl, 'pods', '-q'], environ_update=commands.c_env())
+    if rc != 0:
+        return 'the pods could not be listed (crictl: %s)' % (err or out).strip()
+    count = len(out.split())
+    return ('%d pod sandbox(es) exist' % count) if count else None

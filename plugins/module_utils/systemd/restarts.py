@@ -1,17 +1,23 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The restarts a limits change owes, in one call (the limits_restart module): re-execute the
-system manager, reload unit files, restart units with a check that they still run a few seconds
-later, restart idle user managers, restart dockerd with the same check and wait until it
-answers. Plain Python: commands run through the ``host`` given (an AnsibleModule's
-run_command and get_bin_path); ``sleep`` and ``clock`` are injectable for tests.
+"""The restart engine: every module that writes files and restarts what reads them
+(limits_profile's ``restart``, limits_restart, containerd_base_spec, crio_ulimits) writes, restarts
+and puts back through it, and the limits role through those modules.
 
-The order is the limits role's: reexec, daemon_reload, units, user managers, dockerd, the wait
-for dockerd. A checked restart that fails (systemctl's exit status, or the unit not active after
+:func:`write_all` writes the changed files in order (a failed write puts back the ones written).
+:class:`Engine` then runs the steps in order under the restart policy (``when_idle`` defers a
+unit that its ``busy`` check finds in use, with the reason; ``never`` defers every one): re-execute
+the system manager, reload unit files, restart units with a check that they still run ``settle``
+seconds later, restart user managers, restart dockerd with the same check and wait until it
+answers. A checked restart that fails (systemctl's exit status, or the unit not active after
 ``settle`` seconds: a Type=simple unit reports a good restart and then dies on its new limits)
-stops there: the result names it (``failed_unit``) so that the role puts the previous files back
-and starts it with them; nothing after it is restarted.
+stops there; nothing after it is restarted. Given the files written (``written``), the engine
+then puts them back, does again with the earlier files what it had done and the step that failed,
+and raises :class:`RestartFailure` with both outcomes in one message.
+
+Plain Python: commands run through the ``host`` given (an AnsibleModule's run_command and
+get_bin_path); ``sleep`` and ``clock`` are injectable for tests.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,8 +26,10 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live
 
 DOCKER_UNIT = 'docker.service'
 DOCKER_PING = ['docker', 'info', '--format', '{{.ServerVersion}}']
@@ -32,6 +40,38 @@ class RestartError(errors.Error):
     answering): the host fails with this message."""
 
     kind = errors.HOST
+
+
+class RestartFailure(errors.Error):
+    """A restart failed with this run's files, which were put back: ``msg`` says both
+    outcomes, ``result`` is the engine's result (``put_back``: {restored, outcome};
+    ``files_restored``: the paths put back, in write order)."""
+
+    kind = errors.HOST
+
+    def __init__(self, msg, result):
+        super(RestartFailure, self).__init__(msg)
+        self.result = result
+
+
+def write_all(planned, backup):
+    """Write every changed file of ``planned`` ([(context, Change)]) in order; the written
+    ones, [(context, Change)]. A failed write puts the files written so far back and raises
+    changes.Failure naming the context (``files_restored``: their paths, in write order)."""
+    done = []
+    for context, change in planned:
+        if not change.changed:
+            continue
+        try:
+            change.apply(backup)
+        except changes.Failure as exc:
+            restored = changes.undo_all(done)
+            raise changes.Failure('%s: %s; nothing else was written%s' % (
+                context, exc.msg,
+                (', restored: ' + ', '.join(restored)) if restored else ''), context=context,
+                files_restored=list(reversed(restored)))
+        done.append((context, change))
+    return done
 
 
 def steps(params):
@@ -174,9 +214,8 @@ def put_back(restarter, written, planned, done):
     """After a restart that failed outright: every file of ``written`` ([(context, Change)],
     in write order) put back, then the steps of ``planned`` this call had done, and the one
     that failed, done again with the earlier files, so that the node runs on them (a user
-    manager, dockerd, the system manager's defaults). Returns (restored paths, what ran again:
-    the Restarter's result, or the RestartError's message)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+    manager, dockerd, the system manager's defaults). Returns (restored paths, the last
+    written first; what ran again: the Restarter's result, or the RestartError's message)."""
     restored = changes.undo_all(written)
     again = planned[:len(done.get('done') or []) + 1]
     if again and again[-1][0] == 'docker':
@@ -188,13 +227,102 @@ def put_back(restarter, written, planned, done):
     return restored, outcome
 
 
-def put_back_message(restored, outcome):
-    """What :func:`put_back` did, for the failure message."""
-    text = 'restored: %s' % (', '.join(restored) or 'no file')
-    if isinstance(outcome, dict):
-        if outcome.get('failed_unit'):
-            return text + '; %s did NOT start again with the earlier files: %s' % (
-                outcome['failed_unit']['unit'], outcome['failed_unit']['error'])
-        return text + '; done again with the earlier files: %s' % (
-            ', '.join(outcome.get('done') or []) or 'nothing')
-    return text + '; done again with the earlier files, which failed too: %s' % outcome
+def failure_message(failure, restored, outcome):
+    """One message for a failed restart and its put-back: ``failure`` is the failed unit
+    ({unit, error, journal}) or a RestartError's message, ``restored`` the paths put back (in
+    write order), ``outcome`` what :func:`put_back` did again (a Restarter result or a
+    message)."""
+    unit = failure.get('unit') if isinstance(failure, dict) else None
+    if unit:
+        text = "%s failed after its restart with this run's files: %s" % (unit, failure['error'])
+        if failure.get('journal'):
+            text += ' (its journal: %s)' % ' | '.join(failure['journal'])
+    else:
+        text = "the restarts failed with this run's files: %s" % failure
+    text += '. Restored: %s; ' % (', '.join(restored) or 'no file')
+    if not isinstance(outcome, dict):
+        return text + 'done again with the previous files, which failed too: %s.' % outcome
+    if outcome.get('failed_unit'):
+        return text + '%s did NOT start again with the previous files either: %s.' % (
+            outcome['failed_unit']['unit'], outcome['failed_unit']['error'])
+    done = outcome.get('done') or []
+    if not unit:
+        return text + 'done again with the previous files: %s.' % (', '.join(done) or 'nothing')
+    others = [step for step in done if step != 'restart %s' % unit]
+    return text + '%s is active again with the previous files%s.' % (
+        unit, (' (done again with them: %s)' % ', '.join(others)) if others else '')
+
+
+POLICIES = ('when_idle', 'always', 'never')
+
+
+class Engine(object):
+    """The steps (:func:`steps`) under the restart ``policy``, checked, with the put-back.
+
+    ``busy(unit)``: why restarting ``unit`` now would disturb a workload, or ''/None (default:
+    the unit's cgroup, systemd_live.unit_busy); asked under ``when_idle`` only. ``never``: the
+    reason a deferred restart gets under policy ``never``. A caller that applied the policy
+    itself (limits_profile's ``actions``) passes ``always``."""
+
+    def __init__(self, restarter, policy='always', busy=None, never='restart policy never'):
+        if policy not in POLICIES:
+            raise ValueError('restart policy %r' % (policy,))
+        self.restarter = restarter
+        self.policy = policy
+        self.busy = busy or (lambda unit: systemd_live.unit_busy(restarter.host, unit))
+        self.never = never
+        self.deferred = []
+
+    def decide(self, planned):
+        """The steps of ``planned`` to do now; the restarts left for later go to
+        ``self.deferred`` ([{unit, reason}])."""
+        self.deferred = []
+        if self.policy == 'always':
+            return list(planned)
+        now = []
+        for kind, unit in planned:
+            if kind in ('unit', 'docker', 'user_managers'):
+                idle = []
+                for name in unit.split():
+                    why = self.never if self.policy == 'never' else self.busy(name)
+                    if why:
+                        self.deferred.append(dict(unit=name, reason=why))
+                    else:
+                        idle.append(name)
+                if not idle:
+                    continue
+                unit = ' '.join(idle)
+            elif kind == 'docker_wait' and unit in [d['unit'] for d in self.deferred]:
+                continue
+            now.append((kind, unit))
+        return now
+
+    def run(self, planned, result=None, written=None, verify=None, probe=None):
+        """Do the steps of ``planned`` the policy allows now, then the probes
+        (:func:`restart_then_probe`); ``result`` (updated in place and returned): done,
+        failed_unit, docker_version (and ``verified``).
+
+        ``written`` ([(context, Change or changes.Written)], in write order) None: a failed
+        unit is returned in ``failed_unit`` and an outright failure raises RestartError, for
+        the caller to repair. Given (even empty): either failure puts those files back, does
+        again what was done and the step that failed (:func:`put_back`), and raises
+        RestartFailure with both outcomes."""
+        result = {} if result is None else result
+        result.update(done=[], failed_unit={}, docker_version=None)
+        now = self.decide(planned)
+        try:
+            restart_then_probe(self.restarter, now, result, verify, probe)
+        except RestartError as exc:
+            if written is None:
+                raise
+            self.restore(written, now, result, exc.msg)
+        if result['failed_unit'] and written is not None:
+            self.restore(written, now, result, result['failed_unit'])
+        return result
+
+    def restore(self, written, planned, result, failure):
+        restored, outcome = put_back(self.restarter, list(written), planned, dict(result))
+        restored = list(reversed(restored))
+        result['put_back'] = dict(restored=restored, outcome=outcome)
+        result['files_restored'] = restored
+        raise RestartFailure(failure_message(failure, restored, outcome), result)

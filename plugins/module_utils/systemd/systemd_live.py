@@ -159,3 +159,71 @@ def differing(expected, actual):
     """Item names whose Limit in ``expected`` differs from ``actual`` (a missing one differs)."""
     actual = actual or {}
     return sorted(name for name, limit in expected.items() if actual.get(name) != limit)
+
+
+# --- whether a restart would disturb a workload -------------------------------------------
+
+CGROUP_ROOTS = ('/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd')
+
+
+def cgroup_dir(pid):
+    """The directory of a process's systemd cgroup (unified v2, or the hybrid layout's
+    ``unified`` or ``name=systemd`` hierarchy), or None."""
+    found = []
+    try:
+        with open('/proc/%s/cgroup' % pid) as handle:
+            for line in handle:
+                fields = line.rstrip('\n').split(':', 2)
+                if len(fields) == 3 and (fields[0] == '0' or fields[1] == 'name=systemd'):
+                    found.append(fields[2])
+    except (IOError, OSError):
+        return None
+    for path in found:
+        for root in CGROUP_ROOTS:
+            candidate = root + path
+            if os.path.isfile(os.path.join(candidate, 'cgroup.procs')):
+                return candidate
+    return None
+
+
+def cgroup_pids(path):
+    """Every process in the cgroup tree at ``path``."""
+    found = []
+    for directory, _dirs, files in os.walk(path):
+        if 'cgroup.procs' not in files:
+            continue
+        try:
+            with open(os.path.join(directory, 'cgroup.procs')) as handle:
+                found.extend(int(p) for p in handle.read().split())
+        except (IOError, OSError, ValueError):
+            continue
+    return found
+
+
+def unit_main_pid(host, unit):
+    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', unit],
+                                     environ_update=commands.c_env())
+    pid = out.strip() if rc == 0 else ''
+    return int(pid) if pid.isdigit() and pid != '0' else None
+
+
+def unit_busy(host, unit):
+    """Why restarting ``unit`` now would disturb a workload, or '' when it is idle: processes
+    besides its main one in its cgroup (a user manager: processes of its user services). The
+    one helper for this fact (the restart policy of limits_profile and of the restart engine,
+    systemd/restarts.py)."""
+    pid = unit_main_pid(host, unit)
+    if pid is None:
+        return ''
+    directory = cgroup_dir(pid)
+    if directory is None:
+        return ''
+    if unit.startswith('user@'):
+        # the manager itself runs in init.scope; the user's services in app.slice
+        base = os.path.dirname(directory) if directory.endswith('/init.scope') else directory
+        running = cgroup_pids(os.path.join(base, 'app.slice'))
+        return ('%d process(es) of running user services would be stopped' % len(running)
+                if running else '')
+    others = [p for p in cgroup_pids(directory) if p != pid]
+    return ('%d process(es) besides the main one run in its cgroup (workloads)' % len(others)
+            if others else '')
