@@ -166,7 +166,7 @@ options:
         O(docker_wait)), then probe as O(verify) says. RV(restarted) says what was done.
       - A restart that fails (the re-exec, a user manager, dockerd never answering, or a unit
         that fails its restart or dies within O(settle), named in RV(restarted) C(failed_unit))
-        stops there: nothing after it is restarted or probed. The files this call wrote are put
+        stops there, and nothing after it is restarted or probed. The files this call wrote are put
         back, what it had restarted and the step that failed are done again with them, and the
         task fails saying both outcomes (RV(restarted) C(put_back)).
     type: bool

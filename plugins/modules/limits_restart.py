@@ -30,7 +30,7 @@ description:
     files back from their backups (or removes the ones the change created), does again with
     them what this call had done and the step that failed (each unit checked as before), and
     fails saying both outcomes (RV(put_back)). Without O(written) a failed unit does not fail
-    the module: the caller repairs it.
+    the module, the caller repairs it.
   - The units of O(user_managers) (C(user@UID.service)) are restarted by one C(systemctl
     restart) (systemd runs the jobs at the same time); a failure fails the module.
   - The steps run through the collection's restart engine, as the restarts of
@@ -148,7 +148,7 @@ failed_unit:
 put_back:
   description:
     - With O(written), after a failed step, C(restored) (the files put back, in write order,
-      each one that could not be with why) and C(outcome) (what was done again with them: a
+      each one that could not be with why) and C(outcome) (what was done again with them, a
       dict like this module's return, or why that failed).
   returned: when a step failed and O(written) was given
   type: dict

@@ -11,6 +11,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_lim
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker as ctx_docker
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import units as ctx_units
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
 
 
 def test_pam_entries_cover_every_domain_and_item():
@@ -69,7 +70,7 @@ def test_process_start_of_this_process_is_in_the_past():
     assert ctx_docker.process_start('999999999') is None
 
 
-def test_apply_all_puts_back_what_it_wrote_when_a_later_write_fails(tmp_path):
+def test_write_all_puts_back_what_it_wrote_when_a_later_write_fails(tmp_path):
     first = tmp_path / 'a.conf'
     first.write_text('old\n')
     blocker = tmp_path / 'file'
@@ -78,9 +79,11 @@ def test_apply_all_puts_back_what_it_wrote_when_a_later_write_fails(tmp_path):
     bad = changes.Change(str(blocker / 'sub' / 'b.conf'), {}, None, 'x\n')
     created = changes.Change(str(tmp_path / 'c.conf'), {}, None, 'c\n')
     with pytest.raises(changes.Failure) as err:
-        pp.apply_all([('pam', ok), ('unit:x.service', created), ('docker', bad)], backup=False)
+        restarts.write_all([('pam', ok), ('unit:x.service', created), ('docker', bad)],
+                           backup=False)
     assert err.value.msg.startswith('docker: ')
     assert 'restored: %s, %s' % (created.path, ok.path) in err.value.msg
+    assert err.value.result['files_restored'] == [ok.path, created.path]   # write order
     assert first.read_text() == 'old\n'
     assert not (tmp_path / 'c.conf').exists()
 

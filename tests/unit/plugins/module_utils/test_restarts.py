@@ -196,10 +196,11 @@ def test_a_restart_that_fails_outright_puts_back_the_files_and_redoes_what_was_d
                                'restart slurmd.service',
                                'restart user@0.service user@1001.service']
     assert 'systemctl restart docker.service' not in host.calls   # never restarted: left alone
-    message = restarts.put_back_message(restored, outcome)
-    assert message.startswith('restored: /etc/systemd/user.conf.d/90-gpufleet-tuning.conf, ')
-    assert 'done again with the earlier files: systemctl daemon-reexec' in message
-    assert 'Job failed' in caught.value.msg
+    message = restarts.failure_message(caught.value.msg, list(reversed(restored)), outcome)
+    assert message.startswith("the restarts failed with this run's files: systemctl restart "
+                              'user@0.service user@1001.service failed (exit 1): Job failed. '
+                              'Restored: /etc/security/limits.d/90-gpufleet-tuning.conf, ')
+    assert 'done again with the previous files: systemctl daemon-reexec' in message
 
 
 def test_put_back_says_what_it_could_not_restore_or_restart():
@@ -209,7 +210,7 @@ def test_put_back_says_what_it_could_not_restore_or_restart():
         {'done': []})
     assert restored == ['/x.conf (NOT restored: read-only file system)']
     assert 'daemon-reexec failed' in outcome
-    assert 'which failed too' in restarts.put_back_message(restored, outcome)
+    assert 'which failed too' in restarts.failure_message('x', restored, outcome)
 
 
 def test_put_back_after_dockerd_failed_to_answer_waits_for_it_again():
@@ -218,3 +219,139 @@ def test_put_back_after_dockerd_failed_to_answer_waits_for_it_again():
         restarter(host), [], [('docker', 'docker.service'), ('docker_wait', 'docker.service')],
         {'done': ['restart docker.service']})
     assert outcome['done'] == ['restart docker.service', 'wait for dockerd to answer']
+
+
+# --- the engine: policy, checked restarts, put-back and redo (issue 32 item 4) ----------------
+
+def engine(host, **kwargs):
+    return restarts.Engine(restarter(host), **kwargs)
+
+
+def test_the_engine_defers_busy_units_with_their_reason_and_does_the_rest_in_order():
+    host = Host({('docker', 'info'): [(0, '20.10.24\n', '')]})
+    busy = {'slurmd.service': '3 process(es) besides the main one run in its cgroup',
+            'user@1001.service': '1 process(es) of running user services would be stopped'}
+    eng = engine(host, policy='when_idle', busy=busy.get)
+    result = eng.run(restarts.steps(PARAMS))
+    assert eng.deferred == [dict(unit=u, reason=busy[u])
+                            for u in ('slurmd.service', 'user@1001.service')]
+    assert result['done'] == ['systemctl daemon-reexec', 'systemctl daemon-reload',
+                              'restart user@0.service', 'restart docker.service',
+                              'wait for dockerd to answer']
+    assert 'systemctl restart slurmd.service' not in host.calls
+
+
+def test_the_engine_under_never_defers_every_restart_but_reloads():
+    host = Host()
+    eng = engine(host, policy='never', never='restart: never')
+    result = eng.run(restarts.steps(PARAMS))
+    assert result['done'] == ['systemctl daemon-reexec', 'systemctl daemon-reload']
+    assert [d['unit'] for d in eng.deferred] == [
+        'slurmd.service', 'user@0.service', 'user@1001.service', 'docker.service']
+    assert set(d['reason'] for d in eng.deferred) == {'restart: never'}
+    assert not [c for c in host.calls if c.startswith(('systemctl restart', 'docker'))]
+
+
+def test_the_engine_asks_the_units_cgroup_by_default(monkeypatch):
+    asked = []
+    monkeypatch.setattr(restarts.systemd_live, 'unit_busy',
+                        lambda host, unit: asked.append(unit) or '')
+    engine(Host(), policy='when_idle').run([('unit', 'slurmd.service')])
+    assert asked == ['slurmd.service']
+    with pytest.raises(ValueError):
+        restarts.Engine(restarter(Host()), policy='sometimes')
+
+
+def settle_fails_once(unit):
+    """A unit whose first restart reports success and is dead 2 s later; the next one lives."""
+    return {('systemctl', 'show', '-p', 'ActiveState', '--value', unit):
+            [(0, 'failed\n', ''), (0, 'active\n', '')],
+            ('systemctl', 'show', '-p', 'Result', '--value', unit):
+            [(0, 'signal\n', ''), (0, 'success\n', '')],
+            ('journalctl',): [(0, 'slurmd: Main process exited, code=killed, status=25/XFSZ\n',
+                               '')]}
+
+
+def test_a_unit_dead_after_settle_puts_the_files_back_and_starts_it_with_them():
+    host = Host(settle_fails_once('slurmd.service'))
+    order = []
+    written = [('units', Written('/etc/systemd/system/slurmd.service.d/90-gpufleet.conf', order)),
+               ('pam', Written('/etc/security/limits.d/90-gpufleet-tuning.conf', order))]
+    planned = [('daemon_reload', None), ('unit', 'slurmd.service'),
+               ('docker', 'docker.service'), ('docker_wait', 'docker.service')]
+    result = {'steps': ['kept']}
+    with pytest.raises(restarts.RestartFailure) as caught:
+        engine(host).run(planned, result, written)
+    assert order == [written[1][1].path, written[0][1].path]       # the last written first
+    assert result['files_restored'] == [written[0][1].path, written[1][1].path]
+    assert result['steps'] == ['kept'] and result['failed_unit']['unit'] == 'slurmd.service'
+    assert result['put_back']['outcome']['done'] == ['systemctl daemon-reload',
+                                                     'restart slurmd.service']
+    restarts_done = [c for c in host.calls if c.startswith('systemctl restart')
+                     or c == 'systemctl daemon-reload']
+    assert restarts_done == ['systemctl daemon-reload', 'systemctl restart slurmd.service',
+                             'systemctl daemon-reload', 'systemctl restart slurmd.service']
+    assert caught.value.msg == (
+        "slurmd.service failed after its restart with this run's files: not active after 2 s: "
+        'ActiveState failed, Result signal (its journal: slurmd: Main process exited, '
+        'code=killed, status=25/XFSZ). Restored: '
+        '/etc/systemd/system/slurmd.service.d/90-gpufleet.conf, '
+        '/etc/security/limits.d/90-gpufleet-tuning.conf; slurmd.service is active again with '
+        'the previous files (done again with them: systemctl daemon-reload).')
+    assert caught.value.kind == 'host'
+
+
+def test_a_unit_that_fails_again_with_the_previous_files_is_said():
+    host = Host({('systemctl', 'restart', 'crio.service'): [
+        (5, '', 'Failed to restart crio.service: Unit crio.service not found.\n')]})
+    with pytest.raises(restarts.RestartFailure) as caught:
+        engine(host).run([('unit', 'crio.service')], {}, [('crio', Written('/d.conf', []))])
+    assert caught.value.msg.startswith(
+        "crio.service failed after its restart with this run's files: systemctl restart failed "
+        '(exit 5): Failed to restart crio.service: Unit crio.service not found.')
+    assert caught.value.msg.endswith(
+        'Restored: /d.conf; crio.service did NOT start again with the previous files either: '
+        'systemctl restart failed (exit 5): Failed to restart crio.service: Unit crio.service '
+        'not found..')
+
+
+def test_without_written_files_the_engine_leaves_the_repair_to_the_caller():
+    host = Host(settle_fails_once('slurmd.service'))
+    result = engine(host).run([('unit', 'slurmd.service'), ('unit', 'munge.service')])
+    assert result['failed_unit']['unit'] == 'slurmd.service' and 'put_back' not in result
+    assert 'systemctl restart munge.service' not in host.calls
+    host = Host({('systemctl', 'daemon-reexec'): [(1, '', 'no bus')]})
+    with pytest.raises(restarts.RestartError):
+        engine(host).run([('reexec', None)])
+
+
+def test_an_outright_failure_with_written_files_puts_back_and_redoes_in_one_message():
+    host = Host({('systemctl', 'restart', 'user@0.service'): [(1, '', 'Job failed'),
+                                                              (0, '', '')]})
+    with pytest.raises(restarts.RestartFailure) as caught:
+        engine(host).run(restarts.steps(dict(reexec=True, user_managers=['user@0.service'])),
+                         {}, [('systemd_user', Written('/u.conf', []))])
+    assert caught.value.msg == (
+        "the restarts failed with this run's files: systemctl restart user@0.service failed "
+        '(exit 1): Job failed. Restored: /u.conf; done again with the previous files: '
+        'systemctl daemon-reexec, restart user@0.service.')
+
+
+def test_written_files_go_back_from_their_backups(tmp_path):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+    changed, backup = tmp_path / 'a.conf', tmp_path / 'a.conf.1~'
+    backup.write_text('old\n')
+    backup.chmod(0o600)     # a file gone since its write comes back with its backup's mode
+    created = tmp_path / 'b.conf'
+    created.write_text('new\n')
+    restored = changes.undo_all([
+        (None, changes.Written(str(changed), str(backup))),
+        (None, changes.Written(str(created), created=True)),
+        (None, changes.Written(str(tmp_path / 'c.conf'))),
+        (None, changes.Written(str(tmp_path / 'd.conf'), str(tmp_path / 'gone~')))])
+    assert changed.read_text() == 'old\n' and changed.stat().st_mode & 0o777 == 0o600
+    assert not created.exists()
+    assert restored[:2] == ['%s (NOT restored: its backup %s is gone)' % (
+        tmp_path / 'd.conf', tmp_path / 'gone~'),
+        '%s (NOT restored: no backup of it was made)' % (tmp_path / 'c.conf')]
+    assert restored[2:] == [str(created), str(changed)]

@@ -40,3 +40,32 @@ def test_a_dockerd_that_does_not_answer_falls_back_to_daemon_json():
     assert rl.running_containers(host, live_restore_file=True) == {'count': None,
                                                                    'live_restore': True}
     assert rl.running_containers(host) == {'count': None, 'live_restore': False}
+
+
+class NoBinaries(Host):
+    def get_bin_path(self, name):
+        return None
+
+
+@pytest.mark.parametrize('rc, out, said', [
+    (0, '', None),
+    (0, 'a1\nb2\n', '2 pod sandbox(es) exist'),
+    (1, 'connect: no such file', 'the pods could not be listed (crictl: connect: no such file)'),
+])
+def test_crio_pods_busy_asks_crictl_for_sandboxes(rc, out, said):
+    host = Host(rc, out)
+    assert rl.crio_pods_busy(host) == said
+    assert host.calls == [['/usr/bin/crictl', 'pods', '-q']]
+    assert rl.crio_pods_busy(NoBinaries(0, '')) == \
+        'the pods could not be listed (crictl: not installed)'
+
+
+@pytest.mark.parametrize('rc, out, said', [
+    (0, '', None),
+    (0, 'sandbox\ncontainer\n', '2 pod container(s) and sandbox(es) exist'),
+    (1, 'ctr: no socket', 'the pods could not be listed (ctr: ctr: no socket)'),
+])
+def test_containerd_pods_busy_lists_the_k8s_namespace(rc, out, said):
+    host = Host(rc, out)
+    assert rl.containerd_pods_busy(host) == said
+    assert host.calls == [['ctr', '-n', 'k8s.io', 'containers', 'ls', '-q']]
