@@ -80,11 +80,12 @@ def test_a_failed_restart_puts_the_file_back(host, baseline):
         before = snapshot(host)
         rc, result, printed = run(host, dict(ARGS, restart='always'))
         assert rc != 0, printed[-3000:]
-        assert result['msg'].startswith("systemctl restart crio.service failed with this run's "
-                                        'file: '), result['msg']
+        # the restart engine's message (plugins/module_utils/systemd/restarts.py)
+        assert result['msg'].startswith("crio.service failed after its restart with this run's "
+                                        'files: systemctl restart failed (exit '), result['msg']
         assert 'crio.service not found' in result['msg']
-        assert ('Restored: %s; CRI-O did NOT start with the previous file either' % DROPIN
-                ) in result['msg']
+        assert ('Restored: %s; crio.service did NOT start again with the previous files either'
+                % DROPIN) in result['msg']
         assert result['files_restored'] == [DROPIN]
         assert snapshot(host) == before                        # the new drop-in is gone again
     finally:

@@ -1,8 +1,8 @@
 """A runtime restart that fails must not leave the node without its runtime: the files of the
 run are put back, the daemon is started again with them and the host fails with both outcomes.
 
-dockerd, through the limits role (roles/limits/tasks/restart_unit.yml, the same path as
-slurmd's in molecule/slurm): a site's start check (an ``ExecStartPre=`` drop-in) refuses this
+dockerd, through the limits role (limits_profile's restart, through the restart engine of
+plugins/module_utils/systemd/restarts.py, the same path as slurmd's in molecule/slurm): a site's start check (an ``ExecStartPre=`` drop-in) refuses this
 run's docker.service drop-in, which sets sigpending, so dockerd's restart fails. (Before issue
 31 this was ``fsize: 0``, which killed dockerd with SIGXFSZ; that value is now below fsize's
 floor and refused before any write.)
@@ -73,9 +73,11 @@ def test_a_containerd_refusing_its_new_base_spec_runs_again_with_the_old_files(h
             'limits': {'nofile': 16384}, 'create': True, 'restart': 'always'})
         assert not ok, printed[-3000:]
         message = result['msg']
-        assert "systemctl restart containerd.service failed with this run's files" in message
-        assert 'Restored: %s, %s; containerd runs again with the previous files.' % (
-            STALE_SPEC, CONFIG_TOML) in message, message
+        # the restart engine's message (plugins/module_utils/systemd/restarts.py), as for
+        # dockerd and slurmd through the role
+        assert "containerd.service failed after its restart with this run's files: " in message
+        assert 'Restored: %s, %s; containerd.service is active again with the previous ' \
+               'files.' % (STALE_SPEC, CONFIG_TOML) in message, message
         assert result['files_restored'] == [STALE_SPEC, CONFIG_TOML]
         assert output(host, files) == before
         assert output(host, 'systemctl is-active containerd.service').strip() == 'active'
