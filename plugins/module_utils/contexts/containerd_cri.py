@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
     BY_RLIMIT as ITEM_BY_RLIMIT)
@@ -112,7 +113,7 @@ class ContainerdCri(Context):
                 old = new = csp.read_text(path)
 
             def plan(path=path, old=old, new=new):
-                mode = os.stat(path).st_mode & 0o7777 if old is not None else 0o644
+                mode = safe_file.mode_of(path) if old is not None else 0o644
                 return changes.Change(path, dict(result, path=path), old, new, mode=mode)
             found.append(('%s:%s' % (self.name, path), plan))
         old, new = writes.get(config, (None, None))
@@ -123,7 +124,7 @@ class ContainerdCri(Context):
             # handlers left without a base spec (result's handlers: null) keep containerd's
             # own limits: the units context's drop-in gives them the profile
             return changes.Change(config, dict(result, path=config), old, new,
-                                  mode=os.stat(config).st_mode & 0o7777)
+                                  mode=safe_file.mode_of(config))
         found.append((self.name, plan_config))
         return found
 

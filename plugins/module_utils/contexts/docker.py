@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import do
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_live
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
@@ -50,10 +51,9 @@ def dockerd_pid(host, pidfile='/run/docker.pid'):
                 return pid
     except (IOError, OSError):
         pass
-    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', UNIT],
-                                     environ_update=commands.c_env())
-    pid = out.strip() if rc == 0 else ''
-    return pid if pid.isdigit() and pid != '0' else None
+    pid = sdlive.main_pid(
+        lambda args: host.run_command(args, environ_update=commands.c_env()), UNIT)
+    return None if pid is None else str(pid)
 
 
 def docker_pending(host, path):

@@ -7,14 +7,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 DROPIN = rtpaths.CONTAINERS_DROPIN
-PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
 
 
 class Podman(Context):
@@ -27,7 +25,7 @@ class Podman(Context):
     fallback = "Podman's built-in default"
 
     def detect(self, root=''):
-        return any(os.path.exists(root + os.path.join(d, 'podman')) for d in PATH_DIRS)
+        return commands.find_binary('podman', root) is not None
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan

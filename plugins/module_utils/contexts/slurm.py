@@ -14,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import shlex
 import time
 
@@ -25,6 +24,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtim
 from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node as sn
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
 UNIT = 'slurmd.service'
@@ -124,7 +124,7 @@ class Slurm(Context):
             raise changes.Failure(configless_refusal(target, leak_text(leaking, entry, path)),
                                   result, kind=errors.REFUSED)
         result['edit'] = what
-        mode = os.stat(target).st_mode & 0o7777
+        mode = safe_file.mode_of(target)
         return changes.Change(target, result, config.files[target], text, mode=mode)
 
     def act(self, change, actions, state, host):

@@ -30,6 +30,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports.probe_results import (  # noqa: F401
     ProbeError, ProbeFailure, from_public, gap_table, human_limit, parse_probe, public_limits,
     regressions, side_gap)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 
@@ -176,7 +177,7 @@ class Prober(object):
             self.execute(stop)
 
     def unit(self, unit):
-        pid = self.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
+        pid = self.run(sdlive.main_pid_command(unit)).strip()
         if not pid.isdigit() or pid == '0':
             raise ProbeError('%s is not running' % unit, kind=errors.NOT_RUNNING)
         return self.pid_limits(pid, unit_context(unit))
@@ -290,7 +291,7 @@ def probe(host, params):
                      lambda r=record, c=command: r.run_probe(prober, user, uid, c)))
     for unit in params['units']:
         unit = sdpaths.unit_name(unit)
-        command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
+        command = sdlive.main_pid_command(unit)
         plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
 
     outcomes = run_probes([probe for _context, _command, probe in plan],

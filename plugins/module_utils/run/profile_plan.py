@@ -159,16 +159,10 @@ def cgroup_pids(path):
     return found
 
 
-def unit_main_pid(host, unit):
-    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', unit],
-                                     environ_update=commands.c_env())
-    pid = out.strip() if rc == 0 else ''
-    return int(pid) if pid.isdigit() and pid != '0' else None
-
-
 def unit_busy(host, unit):
     """Why restarting ``unit`` now would disturb a workload, or '' when it is idle."""
-    pid = unit_main_pid(host, unit)
+    pid = sdlive.main_pid(
+        lambda args: host.run_command(args, environ_update=commands.c_env()), unit)
     if pid is None:
         return ''
     directory = cgroup_dir(pid)

@@ -114,6 +114,19 @@ def running_instances(run, template):
     return sorted(line.split()[0] for line in out.splitlines() if line.split())
 
 
+def main_pid_command(unit):
+    """The documented command that says a unit's main process id (0: none)."""
+    return ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
+
+
+def main_pid(run, unit):
+    """``unit``'s main process id, or None when it has none (not running) or systemctl cannot
+    say. ``run(args)`` -> (rc, out, err). The one reader of this fact."""
+    rc, out, _err = run(main_pid_command(unit))
+    pid = out.strip() if rc == 0 else ''
+    return int(pid) if pid.isdigit() and pid != '0' else None
+
+
 UNIT_STATE_PROPS = ('LoadState', 'ActiveState', 'SubState', 'MainPID', 'NeedDaemonReload',
                     'FragmentPath', 'DropInPaths')
 
