@@ -8,28 +8,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
+
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
 
-class RuntimeRequest(object):
+class RuntimeRequest(namedtuple('RuntimeRequest', 'limits path shm_size purge unit force field',
+                                 defaults=(None, False, None, False, 'ulimits'))):
     """What docker_plan and podman_plan plan, as plain values: ``limits`` {item: Limit} parsed
     once by the caller (or None: leave default-ulimits alone), ``shm_size`` in bytes (or None),
     ``purge``, ``path`` (the file to write), ``unit`` (Docker's unit, for its flags), ``force``,
     and ``field``: the option the user wrote the limits in, for messages (``ulimits`` for
     docker_ulimits and podman_ulimits, ``profile`` for limits_profile)."""
 
-    def __init__(self, limits, path, shm_size=None, purge=False, unit=None, force=False,
-                 field='ulimits'):
-        self.limits = limits
-        self.path = path
-        self.shm_size = shm_size
-        self.purge = purge
-        self.unit = unit
-        self.force = force
-        self.field = field
+    __slots__ = ()
 
 
 def module_request(params):
