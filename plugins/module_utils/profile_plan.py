@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
 
@@ -119,7 +120,7 @@ def file_record(context, change):
     return record
 
 
-RESTART_POLICIES = ('when_idle', 'always', 'never')
+RESTART_POLICIES = opts.RESTART_POLICIES
 
 
 CGROUP_ROOTS = ('/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd')

@@ -197,6 +197,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
 
+# The options declared elsewhere (the contexts' choices and their probes' options, those
+# limits_audit shares), composed by effective.argument_spec() and documented by
+# scripts/gen_option_docs.py.
+OPTIONS = effective.OPTIONS
+
 
 def main():
     module = AnsibleModule(

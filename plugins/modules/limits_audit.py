@@ -283,23 +283,22 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import audit
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils import options as opts
+
+# The options declared elsewhere (the contexts' probe options from the registry, those
+# effective_limits shares), composed here and documented by scripts/gen_option_docs.py.
+OPTIONS = opts.PROBE_COMMON + registry.PROBE_OPTIONS
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             profile=dict(type='dict', required=True),
-            user=dict(type='str', default='root'),
-            units=dict(type='list', elements='str', default=[]),
-            docker_image=dict(type='str'),
-            podman_image=dict(type='str'),
-            pod_image=dict(type='str'),
-            pod_handler=dict(type='str', default=''),
-            cri_client=dict(type='list', elements='str', default=[]),
-            timeout=dict(type='int', default=60),
             probe_max_age=dict(type='int', default=0),
             probe_proofs=dict(type='dict', default={}),
             job=dict(type='dict'),
+            **opts.spec(OPTIONS)
         ),
         supports_check_mode=True,
     )

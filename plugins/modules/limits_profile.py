@@ -462,10 +462,16 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_run as run
 from ansible_collections.gpufleet.tuning.plugins.module_utils import profile_undo as undo
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
+
+# The options declared elsewhere (the contexts' own from the registry, those limits_restart
+# shares), composed here and documented by scripts/gen_option_docs.py.
+OPTIONS = (registry.CONFIGURED_OPTION, opts.RESTART_POLICY) + registry.OPTIONS \
+    + opts.RESTART_CHECKS
 
 
 def main():
@@ -474,30 +480,15 @@ def main():
             profile=dict(type='dict'),
             state=dict(type='str', choices=['present', 'absent'], default='present'),
             domains=dict(type='list', elements='str', default=['*', 'root']),
-            contexts=dict(type='list', elements='str', default=[], choices=pp.CONTEXTS),
             units=dict(type='list', elements='str', default=[]),
-            docker_shm_size=dict(type='str'),
-            podman_shm_size=dict(type='str'),
             on_conflict=dict(type='str', choices=['fail', 'warn'], default='fail'),
             on_override=dict(type='str', choices=['warn', 'fail'], default='warn'),
             force=dict(type='bool', default=False),
-            restart_policy=dict(type='str', choices=list(pp.RESTART_POLICIES),
-                                default='when_idle'),
             backup=dict(type='bool', default=False),
             baseline_user=dict(type='str'),
-            pam_path=dict(type='path', default=pp.DEFAULTS['pam_path']),
-            dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
-            docker_daemon_json=dict(type='path'),
-            podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
-            slurm_conf=dict(type='path'),
-            slurm_conf_edit=dict(type='bool', default=True),
-            containerd_config=dict(type='path', default=pp.DEFAULTS['containerd_config']),
-            containerd_create_spec=dict(type='bool', default=False),
-            crio_dropin=dict(type='path', default=pp.DEFAULTS['crio_dropin']),
             restart=dict(type='bool', default=False),
-            settle=dict(type='int', default=2),
-            docker_wait=dict(type='int', default=60),
             verify=dict(type='dict'),
+            **opts.spec(OPTIONS)
         ),
         required_if=[('state', 'present', ['profile'])],
         supports_check_mode=True,

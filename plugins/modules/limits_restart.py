@@ -146,7 +146,12 @@ verified:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils import restarts
+
+# The options limits_profile shares (its restart's checks), composed here and documented by
+# scripts/gen_option_docs.py.
+OPTIONS = opts.RESTART_CHECKS
 
 
 def main():
@@ -157,9 +162,8 @@ def main():
             units=dict(type='list', elements='str', default=[]),
             user_managers=dict(type='list', elements='str', default=[]),
             docker=dict(type='bool', default=False),
-            settle=dict(type='int', default=2),
-            docker_wait=dict(type='int', default=60),
             verify=dict(type='dict'),
+            **opts.spec(OPTIONS)
         ),
         supports_check_mode=True,
     )

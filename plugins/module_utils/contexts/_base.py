@@ -76,13 +76,21 @@ class Context(object):
     name = None
     #: where it is probed: effective_limits' ``contexts`` value (None: no probe of its own)
     probe = None
-    #: the effective_limits option a probe needs (``docker_image``), or None
+    #: the effective_limits option a probe needs (``docker_image``: one of probe_options), or
+    #: None
     image_option = None
     #: the files it is configured in (documentation and the audit)
     files = ()
-    #: limits_profile's option naming the file it writes, and that file's default
+    #: limits_profile's option naming the file it writes (one of ``options``), and that
+    #: file's default
     path_option = None
     target = None
+    #: the options of limits_profile (and the limits role) this context owns: its file's path
+    #: and its policies (options.Option). Declared here only: the registry collects them into
+    #: limits_profile's argument_spec and scripts/gen_option_docs.py into the documentation.
+    options = ()
+    #: the options of effective_limits and limits_audit its probe owns (its image, ...)
+    probe_options = ()
     #: units that get the profile as ``Limit*=`` when this context is written (containerd)
     units = ()
     #: a change to it reaches user managers only through their restart (a PAM session or

@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.options import Option, RoleVar
 
 DAEMON_JSON = dj.DAEMON_JSON
 UNIT = 'docker.service'
@@ -81,12 +82,34 @@ def model_limit(entry):
     return model.Limit(entry['soft'], entry['hard'])
 
 
+PATH = Option('docker_daemon_json', 'path', description=(
+    "Docker's daemon configuration file; left out, the one dockerd reads (docker.service's "
+    'C(--config-file), else C(/etc/docker/daemon.json)). A path a C(--config-file) flag '
+    "contradicts is refused naming the flag's C(file:line).",))
+SHM_SIZE = Option(
+    'docker_shm_size', 'str', description=(
+        "Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.",),
+    role=RoleVar('limits_docker_shm_size', default='', description=(
+        "Docker's C(default-shm-size) (for example C(8G)); empty leaves it alone.",)))
+IMAGE = Option(
+    'docker_image', 'str', description=(
+        'The image of the C(docker) probe (a new container runs C(cat /proc/self/limits)), '
+        'present or pullable.',),
+    extra={'effective_limits': ('Required when O(contexts) has C(docker).',),
+           'limits_audit': ('Unset skips that probe.',)},
+    role=RoleVar('limits_verify_docker_image', default='', description=(
+        'A local or pullable image for the Docker probe (C(IMAGE cat /proc/self/limits) must '
+        'work); empty skips that probe.',)))
+
+
 class Docker(Context):
     name = 'docker'
     probe = 'docker'
-    image_option = 'docker_image'
+    options = (PATH, SHM_SIZE)
+    probe_options = (IMAGE,)
+    image_option = IMAGE.name
     files = (DAEMON_JSON,)
-    path_option = 'docker_daemon_json'
+    path_option = PATH.name
     target = DAEMON_JSON
     restart_rank = 0
     fallback = 'inherited from containerd'

@@ -12,17 +12,40 @@ import os
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.options import Option, RoleVar
 
 DROPIN = rtpaths.CONTAINERS_DROPIN
 PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
 
 
+PATH = Option('podman_dropin', 'path', default=DROPIN, description=(
+    'The containers.conf drop-in for Podman.',))
+SHM_SIZE = Option(
+    'podman_shm_size', 'str', description=(
+        "Podman's C(shm_size) in the C(podman) context's containers.conf drop-in, the "
+        "C(/dev/shm) of new Podman containers (C(8G), base 1024; Podman's default is 64 MB); "
+        'unset leaves it alone. An unparsable size fails naming this option before anything '
+        'is written.',),
+    role=RoleVar('limits_podman_shm_size', default='', description=(
+        "Podman's C(shm_size) in the containers.conf drop-in of the C(podman) context (for "
+        "example C(8G)); empty leaves it alone (Podman's default is 64 MB).",)))
+IMAGE = Option(
+    'podman_image', 'str', description=(
+        'The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)).',),
+    extra={'effective_limits': ('Required when O(contexts) has C(podman).',),
+           'limits_audit': ('Unset skips that probe.',)},
+    role=RoleVar('limits_verify_podman_image', default='', description=(
+        'The image for the Podman probe; empty skips that probe.',)))
+
+
 class Podman(Context):
     name = 'podman'
     probe = 'podman'
-    image_option = 'podman_image'
+    options = (PATH, SHM_SIZE)
+    probe_options = (IMAGE,)
+    image_option = IMAGE.name
     files = rtpaths.CONTAINERS_MAIN_FILES + (rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf',)
-    path_option = 'podman_dropin'
+    path_option = PATH.name
     target = DROPIN
     fallback = "Podman's built-in default"
 

@@ -12,6 +12,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.options import Option
 
 
 def plan_manager(context, scope, request, host, ceiling):
@@ -67,9 +68,15 @@ def manager_current(scope, request, host):
     return found
 
 
+DROPIN = Option('dropin', 'str', default=sdpaths.DROPIN_NAME, description=(
+    'File name of the systemd drop-ins (the managers\' C(system.conf.d) and C(user.conf.d), '
+    'and the units\').',))
+
+
 class SystemdSystem(Context):
     name = 'systemd_system'
     probe = 'service'
+    options = (DROPIN,)
     files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.SYSTEM, None, sdpaths.DROPIN_NAME)
     session = True
