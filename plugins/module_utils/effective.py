@@ -294,8 +294,9 @@ def run_probes(calls, parallel=True):
 #: effective_limits' options that are declared elsewhere (the contexts' choices and their
 #: probes' options from the registry, those limits_audit shares): composed, and documented by
 #: scripts/gen_option_docs.py
-OPTIONS = ((registry.PROBED_OPTION,) + opts.PROBE_COMMON + registry.PROBE_OPTIONS
-           + (opts.RUN_OPTIONS,))
+#: the probes' options limits_audit takes too (documented once, a doc fragment)
+PROBES = opts.Group('PROBES', opts.PROBE_COMMON + registry.PROBE_OPTIONS)
+OPTIONS = (registry.PROBED_OPTION, opts.RUN_OPTIONS, PROBES)
 
 
 def argument_spec():

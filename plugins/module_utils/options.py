@@ -34,12 +34,11 @@ class RoleVar(object):
 
 class Option(object):
     """One option: name, type, default, choices, elements, required and its description (a
-    tuple of paragraphs). ``extra``: {module: (paragraphs)} that only one module's
-    documentation adds (what the option does there). ``role``: a :class:`RoleVar` when the
-    limits role passes the option through."""
+    tuple of paragraphs). ``role``: a :class:`RoleVar` when the limits role passes the option
+    through."""
 
     def __init__(self, name, type, description, default=None, choices=None, elements=None,
-                 required=False, version_added=None, extra=None, role=None):
+                 required=False, version_added=None, role=None):
         self.name = name
         self.type = type
         self.description = tuple(description)
@@ -48,7 +47,6 @@ class Option(object):
         self.elements = elements
         self.required = required
         self.version_added = version_added
-        self.extra = dict(extra or {})
         self.role = role
 
     def __repr__(self):
@@ -67,20 +65,44 @@ class Option(object):
             entry['default'] = copy.deepcopy(self.default)
         return entry
 
-    def doc(self, module=None):
-        """The documentation entry, as ``options:`` of a DOCUMENTATION string has it, for
-        ``module``'s documentation (its ``extra`` paragraphs added)."""
-        entry = dict(description=list(self.description) + list(self.extra.get(module, ())))
+    def doc(self):
+        """The documentation entry, as ``options:`` of a DOCUMENTATION string has it."""
+        entry = dict(description=list(self.description))
         entry.update(self.spec())
         if self.version_added:
             entry['version_added'] = self.version_added
         return entry
 
 
-def spec(options):
-    """{name: argument_spec entry} of ``options`` (Option records, in order)."""
-    result = {}
+class Group(object):
+    """Options that several modules take with the same documentation, documented once: in
+    the doc fragment ``gpufleet.tuning.options.NAME`` (plugins/doc_fragments/options.py,
+    written by scripts/gen_option_docs.py), which those modules extend."""
+
+    def __init__(self, name, options):
+        self.name = name
+        self.options = tuple(options)
+
+    def __repr__(self):
+        return 'Group(%r)' % self.name
+
+    @property
+    def fragment(self):
+        return 'gpufleet.tuning.options.' + self.name
+
+
+def flat(options):
+    """``options`` (Option and Group records) as Option records, a group's in its place."""
+    result = []
     for option in options:
+        result.extend(option.options if isinstance(option, Group) else (option,))
+    return result
+
+
+def spec(options):
+    """{name: argument_spec entry} of ``options`` (Option and Group records, in order)."""
+    result = {}
+    for option in flat(options):
         if option.name in result:
             raise ValueError('option %s declared twice' % option.name)
         result[option.name] = option.spec()
@@ -113,18 +135,14 @@ RESTART_POLICY = Option(
         'containers; a user manager restart stops the user\'s services). C(never) always '
         'leaves them pending.')))
 
-SETTLE = Option(
-    'settle', 'int', default=2, description=(
-        'Seconds a restarted unit must stay active before its restart counts.',),
-    extra={'limits_profile': ('Used with O(restart).',)})
+SETTLE = Option('settle', 'int', default=2, description=(
+    'Seconds a restarted unit must stay active before its restart counts.',))
 
-DOCKER_WAIT = Option(
-    'docker_wait', 'int', default=60, description=(
-        'Seconds to wait for a restarted dockerd to answer C(docker info).',),
-    extra={'limits_profile': ('Used with O(restart).',)})
+DOCKER_WAIT = Option('docker_wait', 'int', default=60, description=(
+    'Seconds to wait for a restarted dockerd to answer C(docker info).',))
 
-#: the restart checks limits_profile's ``restart`` and limits_restart share
-RESTART_CHECKS = (SETTLE, DOCKER_WAIT)
+#: the checks of the restarts that limits_restart and limits_profile's ``restart`` do
+RESTART_CHECKS = Group('RESTART_CHECKS', (SETTLE, DOCKER_WAIT))
 
 RUN_OPTIONS = Option(
     'run_options', 'list', elements='str', default=[], description=(

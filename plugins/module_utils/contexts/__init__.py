@@ -48,9 +48,9 @@ PATH_DEFAULTS = dict((c.path_option, c.target) for c in REGISTRY if c.path_optio
 UNIT_PREFIX = units.PREFIX
 #: limits_profile's options that the contexts own (their files' paths, their policies), in
 #: registry order: declared on the records only
-OPTIONS = tuple(option for c in REGISTRY for option in c.options)
+OPTIONS = tuple(option for c in REGISTRY for option in c.configured_options())
 #: the options of effective_limits and limits_audit that the contexts' probes own (images, ...)
-PROBE_OPTIONS = tuple(option for c in REGISTRY for option in c.probe_options)
+PROBE_OPTIONS = tuple(option for c in REGISTRY for option in c.probed_options())
 
 #: limits_profile's ``contexts`` (and the limits role's ``limits_contexts``)
 CONFIGURED_OPTION = Option(
@@ -81,8 +81,10 @@ CONFIGURED_OPTION = Option(
         'in a crio.conf.d drop-in, then a checked restart of C(crio.service); never run '
         'against a real CRI-O, docs/containerd-kubernetes.md)).',)))
 #: effective_limits' ``contexts``
-PROBED_OPTION = Option('contexts', 'list', elements='str', choices=PROBED,
-                       default=['login', 'service'], description=('The contexts to probe.',))
+PROBED_OPTION = Option(
+    'contexts', 'list', elements='str', choices=PROBED, default=['login', 'service'],
+    description=('The contexts to probe. %s.' % '; '.join(
+        'C(%s) needs O(%s)' % (c.probe, c.image_option) for c in REGISTRY if c.image_option),))
 
 
 def named(name):

@@ -69,9 +69,8 @@ CREATE_SPEC = Option(
 IMAGE = Option(
     'pod_image', 'str', description=(
         "The image of the C(k8s_pod) probe, present in containerd's C(k8s.io) namespace; its "
-        'command is run in a new pod container (C(cat /proc/self/limits)).',),
-    extra={'effective_limits': ('Required when O(contexts) has C(k8s_pod).',),
-           'limits_audit': ('Unset, the C(k8s_pod) rows are predicted, not probed.',)},
+        'command is run in a new pod container (C(cat /proc/self/limits)); without it (and '
+        'O(cri_client)) there is no C(k8s_pod) probe.',),
     role=RoleVar('limits_verify_pod_image', default='', description=(
         "The image of the C(k8s_pod) probe (present in containerd's C(k8s.io) namespace), a "
         'pod started through the CRI, as the kubelet starts one. Empty, or no '
@@ -89,12 +88,12 @@ CRI_CLIENT = Option('cri_client', 'list', elements='str', default=[], descriptio
 class ContainerdCri(Context):
     name = 'containerd_cri'
     probe = 'k8s_pod'
-    options = (PATH, CREATE_SPEC)
-    probe_options = (IMAGE, HANDLER, CRI_CLIENT)
-    image_option = IMAGE.name
     units = (UNIT,)
     files = (CONFIG, 'base_runtime_spec files', '/etc/systemd/system/containerd.service.d/*.conf')
-    path_option = PATH.name
+    path = PATH
+    options = (CREATE_SPEC,)
+    image = IMAGE
+    probe_options = (HANDLER, CRI_CLIENT)
     target = CONFIG
     restart_rank = 0
     fallback = 'containerd\'s own limits (the handler has no base spec)'

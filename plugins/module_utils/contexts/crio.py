@@ -32,8 +32,7 @@ PATH = Option('crio_dropin', 'path', default=rtpaths.CRIO_DROPIN, description=(
 class Crio(Context):
     name = 'crio'
     files = (rtpaths.CRIO_MAIN, rtpaths.CRIO_DROPIN_DIR + '/*')
-    options = (PATH,)
-    path_option = PATH.name
+    path = PATH
     target = rtpaths.CRIO_DROPIN
     restart_rank = 1
     fallback = "crio.service's own limits (inherited when no file sets default_ulimits)"

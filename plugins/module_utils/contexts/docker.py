@@ -94,9 +94,7 @@ SHM_SIZE = Option(
 IMAGE = Option(
     'docker_image', 'str', description=(
         'The image of the C(docker) probe (a new container runs C(cat /proc/self/limits)), '
-        'present or pullable.',),
-    extra={'effective_limits': ('Required when O(contexts) has C(docker).',),
-           'limits_audit': ('Unset skips that probe.',)},
+        'present or pullable; without it there is no C(docker) probe.',),
     role=RoleVar('limits_verify_docker_image', default='', description=(
         'A local or pullable image for the Docker probe (C(IMAGE cat /proc/self/limits) must '
         'work); empty skips that probe.',)))
@@ -105,11 +103,10 @@ IMAGE = Option(
 class Docker(Context):
     name = 'docker'
     probe = 'docker'
-    options = (PATH, SHM_SIZE)
-    probe_options = (IMAGE,)
-    image_option = IMAGE.name
+    path = PATH
+    image = IMAGE
+    options = (SHM_SIZE,)
     files = (DAEMON_JSON,)
-    path_option = PATH.name
     target = DAEMON_JSON
     restart_rank = 0
     fallback = 'inherited from containerd'

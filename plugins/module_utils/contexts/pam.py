@@ -26,8 +26,7 @@ class Pam(Context):
     name = 'pam'
     probe = 'login'
     files = (LIMITS_CONF, LIMITS_DIR + '/*.conf')
-    options = (PATH,)
-    path_option = PATH.name
+    path = PATH
     target = TARGET
     session = True
     fallback = 'no limits line (inherited from the login service)'

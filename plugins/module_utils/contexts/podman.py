@@ -31,9 +31,8 @@ SHM_SIZE = Option(
         "example C(8G)); empty leaves it alone (Podman's default is 64 MB).",)))
 IMAGE = Option(
     'podman_image', 'str', description=(
-        'The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)).',),
-    extra={'effective_limits': ('Required when O(contexts) has C(podman).',),
-           'limits_audit': ('Unset skips that probe.',)},
+        'The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)); '
+        'without it there is no C(podman) probe.',),
     role=RoleVar('limits_verify_podman_image', default='', description=(
         'The image for the Podman probe; empty skips that probe.',)))
 
@@ -41,11 +40,10 @@ IMAGE = Option(
 class Podman(Context):
     name = 'podman'
     probe = 'podman'
-    options = (PATH, SHM_SIZE)
-    probe_options = (IMAGE,)
-    image_option = IMAGE.name
     files = rtpaths.CONTAINERS_MAIN_FILES + (rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf',)
-    path_option = PATH.name
+    path = PATH
+    image = IMAGE
+    options = (SHM_SIZE,)
     target = DROPIN
     fallback = "Podman's built-in default"
 

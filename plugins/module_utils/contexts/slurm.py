@@ -87,10 +87,10 @@ CONF_EDIT = Option(
 class Slurm(Context):
     name = 'slurm'
     probe = 'slurm_job'
-    options = (PATH, CONF_EDIT)
     units = (UNIT,)
     files = (rtpaths.SLURM_CONF, '/etc/systemd/system/slurmd.service.d/*.conf')
-    path_option = PATH.name
+    path = PATH
+    options = (CONF_EDIT,)
     target = rtpaths.SLURM_CONF
     restart_rank = 2
     fallback = 'slurmd.service (the unit file or the manager default)'

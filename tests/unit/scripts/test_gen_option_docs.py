@@ -45,9 +45,13 @@ def test_a_stale_copy_is_named_with_the_command(monkeypatch, capsys):
 
 def test_the_generated_yaml_is_the_declarations():
     for module in gen.MODULES:
-        block = yaml.safe_load('options:\n' + gen.module_block(module, gen.module_options(module)))
-        assert block['options'] == dict((o.name, o.doc(module))
-                                        for o in gen.module_options(module)), module
+        options = gen.module_options(module)
+        block = yaml.safe_load('options:\n' + gen.options_block(options))['options'] or {}
+        assert block == dict((o.name, o.doc()) for o in options if isinstance(o, opts.Option))
+        assert yaml.safe_load(gen.fragments_block(options)) == (
+            [g.fragment for g in options if isinstance(g, opts.Group)] or None)
+        for group in gen.groups(options):
+            assert fragment(group.fragment) == dict((o.name, o.doc()) for o in group.options)
     block = textwrap.indent(textwrap.dedent(gen.role_block(gen.role_options())), '  ')
     role = yaml.safe_load('options:\n' + block)['options']
     for option in gen.role_options():
@@ -123,22 +127,25 @@ def test_every_option_is_documented_and_every_documented_option_exists(module):
 def test_the_composed_modules_take_their_options_from_the_declarations():
     for module in gen.MODULES:
         spec = argument_spec(module)
-        for option in gen.module_options(module):
+        for option in opts.flat(gen.module_options(module)):
             assert spec[option.name] == option.spec(), (module, option.name)
-    assert dict((o.name, o.spec()) for o in effective.OPTIONS) == dict(
-        (name, entry) for name, entry in effective.argument_spec().items()
-        if name in set(o.name for o in effective.OPTIONS))
+    composed = opts.spec(effective.OPTIONS)
+    assert dict((name, entry) for name, entry in effective.argument_spec().items()
+                if name in composed) == composed
 
 
-def test_each_context_declares_the_options_its_record_names():
-    names = [o.name for c in registry.REGISTRY for o in c.options + c.probe_options]
+def test_each_context_declares_its_options_once():
+    names = [o.name for c in registry.REGISTRY
+             for o in c.configured_options() + c.probed_options()]
     assert len(names) == len(set(names)), names
+    assert registry.PATH_DEFAULTS == dict((c.path.name, c.target) for c in registry.REGISTRY
+                                          if c.path)
     for context in registry.REGISTRY:
-        if context.path_option:
-            assert context.path_option in [o.name for o in context.options], context
+        # a path option's default, where it has one, is the file the context writes
+        assert context.path is None or context.path.default in (None, context.target), context
         if context.image_option:
-            assert context.image_option in [o.name for o in context.probe_options], context
-        for option in context.options + context.probe_options:
+            assert context.probe and context.image.type == 'str', context
+        for option in context.configured_options() + context.probed_options():
             assert isinstance(option, opts.Option) and option.description, option
 
 
