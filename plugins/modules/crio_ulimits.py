@@ -35,13 +35,6 @@ description:
     CRI-O (docs/containerd-kubernetes.md).
 author:
   - gpufleet.tuning contributors (@gpufleet)
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the drop-in before and after.
 options:
   ulimits:
     description:
@@ -88,6 +81,8 @@ options:
         refused.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
 notes:
   - Applies to containers created after the restart; running containers keep their limits.
   - Kubernetes has no released pod field for ulimits; see docs/containerd-kubernetes.md for the
