@@ -61,8 +61,8 @@ options:
     default: []
   podman_image:
     description:
-      - The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)); without it
-        there is no C(podman) probe.
+      - The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)), present or
+        pullable; without it there is no C(podman) probe.
     type: str
 '''
 

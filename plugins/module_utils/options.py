@@ -109,6 +109,18 @@ def spec(options):
     return result
 
 
+def container_image(probe, runtime):
+    """The option naming the image of a context's probe that starts a container of
+    ``runtime`` (``docker_image``), with the limits role's variable for it."""
+    return Option(
+        '%s_image' % probe, 'str', description=(
+            'The image of the C(%s) probe (a new container runs C(cat /proc/self/limits)), '
+            'present or pullable; without it there is no C(%s) probe.' % (probe, probe),),
+        role=RoleVar('limits_verify_%s_image' % probe, default='', description=(
+            'A local or pullable image for the %s probe (C(IMAGE cat /proc/self/limits) must '
+            'work); empty skips that probe.' % runtime,)))
+
+
 # --- options several modules share that no context owns -----------------------------------
 
 RESTART_POLICIES = ('when_idle', 'always', 'never')

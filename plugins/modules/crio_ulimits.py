@@ -69,10 +69,6 @@ options:
     type: str
     choices: [when_idle, always, never]
     default: when_idle
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
   force:
     description:
       - Write when a file read later sets C(default_ulimits) too (with a warning), and hard
@@ -83,6 +79,7 @@ options:
     default: false
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
 notes:
   - Applies to containers created after the restart; running containers keep their limits.
   - Kubernetes has no released pod field for ulimits; see docs/containerd-kubernetes.md for the

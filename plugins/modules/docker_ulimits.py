@@ -79,12 +79,9 @@ options:
       - The systemd unit that runs dockerd, whose C(ExecStart) is checked for conflicting flags.
     type: str
     default: docker.service
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
   - gpufleet.tuning.attributes.RUNTIME_FORCE
 notes:
   - Restart dockerd afterwards (a handler on RV(restart_required)); C(systemctl reload docker)

@@ -60,12 +60,9 @@ options:
     description: The drop-in file to manage.
     type: path
     default: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
   - gpufleet.tuning.attributes.RUNTIME_FORCE
 notes:
   - Applies to containers created afterwards; running containers keep their limits. Rootless

@@ -20,7 +20,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as sdpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
-from ansible_collections.gpufleet.tuning.plugins.module_utils.options import Option, RoleVar
+from ansible_collections.gpufleet.tuning.plugins.module_utils.options import Option, RoleVar, container_image
 
 DAEMON_JSON = dj.DAEMON_JSON
 UNIT = 'docker.service'
@@ -91,13 +91,7 @@ SHM_SIZE = Option(
         "Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.",),
     role=RoleVar('limits_docker_shm_size', default='', description=(
         "Docker's C(default-shm-size) (for example C(8G)); empty leaves it alone.",)))
-IMAGE = Option(
-    'docker_image', 'str', description=(
-        'The image of the C(docker) probe (a new container runs C(cat /proc/self/limits)), '
-        'present or pullable; without it there is no C(docker) probe.',),
-    role=RoleVar('limits_verify_docker_image', default='', description=(
-        'A local or pullable image for the Docker probe (C(IMAGE cat /proc/self/limits) must '
-        'work); empty skips that probe.',)))
+IMAGE = container_image('docker', 'Docker')
 
 
 class Docker(Context):

@@ -12,7 +12,7 @@ import os
 from ansible_collections.gpufleet.tuning.plugins.module_utils import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
-from ansible_collections.gpufleet.tuning.plugins.module_utils.options import Option, RoleVar
+from ansible_collections.gpufleet.tuning.plugins.module_utils.options import Option, RoleVar, container_image
 
 DROPIN = rtpaths.CONTAINERS_DROPIN
 PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
@@ -29,12 +29,7 @@ SHM_SIZE = Option(
     role=RoleVar('limits_podman_shm_size', default='', description=(
         "Podman's C(shm_size) in the containers.conf drop-in of the C(podman) context (for "
         "example C(8G)); empty leaves it alone (Podman's default is 64 MB).",)))
-IMAGE = Option(
-    'podman_image', 'str', description=(
-        'The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)); '
-        'without it there is no C(podman) probe.',),
-    role=RoleVar('limits_verify_podman_image', default='', description=(
-        'The image for the Podman probe; empty skips that probe.',)))
+IMAGE = container_image('podman', 'Podman')
 
 
 class Podman(Context):
