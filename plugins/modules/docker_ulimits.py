@@ -126,9 +126,8 @@ path:
   sample: /etc/docker/daemon.json
 config_file:
   description:
-    - The daemon.json dockerd reads and why (C(source)) - the C(--config-file) flag of the
-      unit's effective C(ExecStart) with its C(file:line), dockerd's default
-      C(/etc/docker/daemon.json), or the docker snap's C($SNAP_DATA/config/daemon.json).
+    - The daemon.json dockerd reads and why (C(source)), as
+      RV(gpufleet.tuning.docker_ulimits_info#module:config_file) has it.
   returned: always
   type: dict
   sample: {"path": "/etc/docker/other.json",
