@@ -141,6 +141,10 @@ def test_each_context_declares_its_options_once():
     assert registry.PATH_DEFAULTS == dict((c.path.name, c.target) for c in registry.REGISTRY
                                           if c.path)
     for context in registry.REGISTRY:
+        # a path or image option is declared as an Option on the record (path = Option(...)),
+        # never as a bare name: the modules' argument_spec is composed from the declarations
+        assert context.path_option == (context.path.name if context.path else None), context
+        assert context.image_option == (context.image.name if context.image else None), context
         # a path option's default, where it has one, is the file the context writes
         assert context.path is None or context.path.default in (None, context.target), context
         if context.image_option:
