@@ -1,4 +1,5 @@
-#!/usr/bin/env python3
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write the documentation of the options that are declared once, as data
 (plugins/module_utils/options.py and each context's record in plugins/module_utils/contexts/),
 where Ansible needs it as static YAML:
@@ -13,7 +14,7 @@ where Ansible needs it as static YAML:
 - the limits role's variables that pass such an option through (an option's ``role``), between
   the markers of roles/limits/meta/argument_specs.yml.
 
-Usage: scripts/gen_option_docs.py (or `make docs-gen`) rewrites the files; --check writes
+Usage: python3 scripts/gen_option_docs.py (or `make docs-gen`) rewrites the files; --check writes
 nothing and exits 1 naming each file that differs. tests/unit/scripts/test_gen_option_docs.py
 runs the same check.
 """
@@ -206,7 +207,7 @@ def stale():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--check', action='store_true',
                         help='write nothing; exit 1 naming the files that differ')
     args = parser.parse_args(argv)
