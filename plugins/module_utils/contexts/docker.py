@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import sys
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar, container_image
 
 DAEMON_JSON = dj.DAEMON_JSON
 UNIT = 'docker.service'
@@ -83,12 +84,25 @@ def model_limit(entry):
     return model.Limit(entry['soft'], entry['hard'])
 
 
+PATH = Option('docker_daemon_json', 'path', description=(
+    "Docker's daemon configuration file; left out, the one dockerd reads (docker.service's "
+    'C(--config-file), else C(/etc/docker/daemon.json)). A path a C(--config-file) flag '
+    "contradicts is refused naming the flag's C(file:line).",))
+SHM_SIZE = Option(
+    'docker_shm_size', 'str', description=(
+        "Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.",),
+    role=RoleVar('limits_docker_shm_size', default='', description=(
+        "Docker's C(default-shm-size) (for example C(8G)); empty leaves it alone.",)))
+IMAGE = container_image('docker', 'Docker')
+
+
 class Docker(Context):
     name = 'docker'
     probe = 'docker'
-    image_option = 'docker_image'
+    path = PATH
+    image = IMAGE
+    options = (SHM_SIZE,)
     files = (DAEMON_JSON,)
-    path_option = 'docker_daemon_json'
     target = DAEMON_JSON
     restart_rank = 0
     fallback = 'inherited from containerd'

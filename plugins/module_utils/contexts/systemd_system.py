@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import sys
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option
 
 
 def plan_manager(record, scope, request, host, ceiling):
@@ -69,9 +70,15 @@ def manager_current(scope, request, host):
     return found
 
 
+DROPIN = Option('dropin', 'str', default=sdpaths.DROPIN_NAME, description=(
+    'File name of the systemd drop-ins (the managers\' C(system.conf.d) and C(user.conf.d), '
+    'and the units\').',))
+
+
 class SystemdSystem(Context):
     name = 'systemd_system'
     probe = 'service'
+    options = (DROPIN,)
     files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.SYSTEM, None, sdpaths.DROPIN_NAME)
     session = True

@@ -23,6 +23,7 @@ from concurrent import futures
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
@@ -206,24 +207,23 @@ def run_probes(calls, parallel=True):
         return [done.result() for done in running]
 
 
+#: effective_limits' options that are declared elsewhere (the contexts' choices and their
+#: probes' options from the registry, those limits_audit shares): composed, and documented by
+#: scripts/gen_option_docs.py
+#: the probes' options limits_audit takes too (documented once, a doc fragment)
+PROBES = opts.Group('PROBES', opts.PROBE_COMMON + registry.PROBE_OPTIONS)
+OPTIONS = (registry.PROBED_OPTION, opts.RUN_OPTIONS, PROBES)
+
+
 def argument_spec():
     """effective_limits' options (also limits_restart's ``verify``)."""
-    return dict(
-        contexts=dict(type='list', elements='str', default=['login', 'service'],
-                      choices=CONTEXTS),
-        user=dict(type='str', default='root'),
-        docker_image=dict(type='str'),
-        podman_image=dict(type='str'),
-        pod_image=dict(type='str'),
-        pod_handler=dict(type='str', default=''),
-        cri_client=dict(type='list', elements='str', default=[]),
-        run_options=dict(type='list', elements='str', default=[]),
-        units=dict(type='list', elements='str', default=[]),
+    spec = opts.spec(OPTIONS)
+    spec.update(
         expect=dict(type='dict'),
         baseline=dict(type='dict'),
-        timeout=dict(type='int', default=60),
         parallel=dict(type='bool', default=True),
     )
+    return spec
 
 
 def validated(params, field):

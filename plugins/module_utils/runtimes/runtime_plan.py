@@ -35,6 +35,30 @@ def module_request(params):
                           unit=params.get('unit'), force=params.get('force', False))
 
 
+def argument_spec(path):
+    """docker_ulimits' and podman_ulimits' options: what both take, ``path`` (the spec of
+    their file's option) among them."""
+    return dict(
+        ulimits=dict(type='dict'),
+        shm_size=dict(type='str'),
+        purge=dict(type='bool', default=False),
+        path=path,
+        backup=dict(type='bool', default=False),
+        force=dict(type='bool', default=False),
+    )
+
+
+#: both modules need ulimits, shm_size or both
+REQUIRED_ONE_OF = [['ulimits', 'shm_size']]
+
+
+def run_module(module, planner):
+    """docker_ulimits' and podman_ulimits' run: plan the file with ``planner`` (every guard
+    first), then write it, as the module's options say."""
+    change = changes.run_guarded(module, plan_module, planner, module.params, module)
+    changes.finish(module, change, backup=module.params['backup'])
+
+
 def plan_module(planner, params, host, ceiling=None):
     """A runtime module's plan: its options mapped once (module_request), then ``planner``."""
     try:
