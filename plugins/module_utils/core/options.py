@@ -5,12 +5,14 @@
 entry a module is built with and its documentation. Private to the collection.
 
 A context's own options (its file's path, its probe's image, its policies) are declared on
-its record (``contexts/<name>.py``: ``options``) and collected by the registry
-(``contexts.options``); the options several modules share that belong to no context are
-declared below. limits_profile, effective_limits, limits_audit and limits_restart compose
-their ``argument_spec`` from these (``spec``), and ``scripts/gen_option_docs.py`` writes the
-same declarations into their DOCUMENTATION and into the limits role's
-``meta/argument_specs.yml`` (``make docs-gen``; a unit test fails when a copy differs).
+its record (``contexts/<name>.py``: ``path``, ``image``, ``options``, ``probe_options``) and
+collected by the registry (``contexts.OPTIONS``, ``contexts.PROBE_OPTIONS``); the options
+several modules share that belong to no context are declared below. limits_profile,
+effective_limits, limits_audit and limits_restart compose their ``argument_spec`` from these
+(``spec``; a :class:`Group` is documented once, as a doc fragment), and
+``scripts/gen_option_docs.py`` writes the same declarations into their DOCUMENTATION, the
+doc fragment and the limits role's ``meta/argument_specs.yml`` (``make docs-gen``; a unit
+test fails when a copy differs).
 
 Nothing here imports a context or a planner: the contexts import this file.
 """
