@@ -118,7 +118,7 @@ def tune_and_audit(host, profile):
     """(the tune's view, the audit's view) of the node for ``profile`` in the login context of
     AGREE_USER: limits_profile in check mode (contexts pam, a scratch file, overrides warned
     about) -> (whether it would write, the causes it names: known_gaps); limits_audit ->
-    {item: source} of its login gaps."""
+    {item: (source, advice)} of its login gaps."""
     ok, tune, printed = run_module(host, 'gpufleet.tuning.limits_profile', {
         'profile': profile, 'contexts': ['pam'], 'domains': ['*'], 'pam_path': AGREE_PAM_PATH,
         'on_override': 'warn'}, check=True)
@@ -126,7 +126,8 @@ def tune_and_audit(host, profile):
     ok, audit, printed = run_module(host, 'gpufleet.tuning.limits_audit', {
         'profile': profile, 'user': AGREE_USER})
     assert ok, printed[-3000:]
-    gaps = dict((row['item'], row.get('source') or '') for row in audit['rows']
+    gaps = dict((row['item'], (row.get('source') or '', row.get('advice') or ''))
+                for row in audit['rows']
                 if row['context'] == 'login' and row.get('gap'))
     return (tune['changed'], list(tune.get('known_gaps') or [])), gaps
 
@@ -145,13 +146,15 @@ def check_tune_and_audit_agree(host):
         (_writes, causes), gaps = tune_and_audit(host, profile)
         where = AGREE_FILE + ':1'
         assert list(gaps) == ['nofile'], gaps
-        assert gaps['nofile'].startswith(where), gaps
+        assert gaps['nofile'][0].startswith(where), gaps
+        assert gaps['nofile'][1].startswith('raise or remove ' + where), gaps
         assert [c for c in causes if where in c], (causes, gaps)
         _node(host, 'rm -f %s' % AGREE_FILE)
         (writes, causes), gaps = tune_and_audit(host, profile)
         assert causes == [], (causes, gaps)
         if gaps:
-            assert writes and gaps['nofile'].startswith('no limits line'), (writes, gaps)
+            assert writes and gaps['nofile'][0].startswith('no limits line'), (writes, gaps)
+            assert gaps['nofile'][1].startswith('run limits_profile with contexts: [pam]'), gaps
             # acting on it closes the gap: the tune's write, then the audit again
             ok, _result, printed = run_module(host, 'gpufleet.tuning.limits_profile', {
                 'profile': profile, 'contexts': ['pam'], 'domains': ['*'],

@@ -126,12 +126,18 @@ rows:
       since) or C(predicted) (worked out from the files without starting one, the C(k8s_pod)
       rows without O(cri_client)), or C(pending) (the probe could not start now, on a Slurm node
       that runs jobs; the row has C(configured), its C(source) and C(waited_s)).
+    - A row with a C(gap) has C(advice), what would close it, said only where the evidence points
+      at it (the action that applies a setting not applied yet, the line that sets the value a new
+      process gets, or the tune's own file where no file sets it); empty where a file sets other
+      values than the process gets and nothing says why.
   returned: success
   type: list
   elements: dict
   sample:
     - {context: login, item: nofile, actual: "1024:20000", expected: "16384:16384",
-       gap: soft+hard, source: no limits line (inherited from the login service), how: probed}
+       gap: soft+hard, source: no limits line (inherited from the login service), how: probed,
+       advice: "run limits_profile with contexts: [pam] (it writes
+       /etc/security/limits.d/90-gpufleet-tuning.conf)"}
     - {context: k8s_pod, item: nofile, actual: "1024:1024", expected: "16384:16384", gap: soft+hard,
        source: "predicted (no pod started): /etc/containerd/cri-base.json process.rlimits[2]
        RLIMIT_NOFILE (handler runc)", how: predicted}

@@ -16,8 +16,11 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_l
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
 
-class RuntimeRequest(namedtuple('RuntimeRequest', 'limits path shm_size purge unit force field',
-                                 defaults=(None, False, None, False, 'ulimits'))):
+_FIELDS = 'limits path shm_size purge unit force field'
+
+
+class RuntimeRequest(namedtuple('RuntimeRequest', _FIELDS,
+                                defaults=(None, False, None, False, 'ulimits'))):
     """What docker_plan and podman_plan plan, as plain values: ``limits`` {item: Limit} parsed
     once by the caller (or None: leave default-ulimits alone), ``shm_size`` in bytes (or None),
     ``purge``, ``path`` (the file to write), ``unit`` (Docker's unit, for its flags), ``force``,
