@@ -326,14 +326,25 @@ def sshd_source(report, item):
     unit = report.get('unit') or 'sshd'
     setting = (report.get('unit_configured') or {}).get(item) or {}
     if setting.get('source'):
-        return '%s:%s (%s %s=%s)' % (setting['source'], setting.get('line'), unit,
-                                     model.systemd_key(item), setting.get('value'))
+        return '%s:%s (%s %s)' % (setting['source'], setting.get('line'), unit,
+                                  setting.get('value'))
     default = (report.get('manager_configured') or {}).get(item) or {}
     if default.get('source'):
-        return '%s:%s (DefaultLimit%s=%s; %s sets no %s)' % (
-            default['source'], default.get('line'), model.ITEMS[item].rlimit,
-            default.get('value'), unit, model.systemd_key(item))
+        return '%s:%s (%s; %s sets no %s)' % (default['source'], default.get('line'),
+                                              default.get('value'), unit,
+                                              model.systemd_key(item))
     return "%s sets no %s: systemd's built-in default" % (unit, model.systemd_key(item))
+
+
+def both(soft, hard):
+    """``file:line`` of a soft and a hard side as one text (``file:1 (soft), :2 (hard)``)."""
+    if soft == hard:
+        return soft
+    soft_file, _sep, soft_line = soft.rpartition(':')
+    hard_file, _sep, hard_line = hard.rpartition(':')
+    if soft_file == hard_file and soft_line.isdigit() and hard_line.isdigit():
+        return '%s:%s (soft), :%s (hard)' % (soft_file, soft_line, hard_line)
+    return 'soft: %s; hard: %s' % (soft, hard)
 
 
 def predicted(report):
@@ -362,8 +373,8 @@ def predicted(report):
             source = 'inherited from sshd: %s' % sshd_source(report, item)
             if why:
                 source = '%s; %s' % (why, source)
-        elif len(set(pam_sources)) == 1 and len(pam_sources) == 2:
-            source = 'pam_limits (%s): %s' % (report['pam_limits'], pam_sources[0])
+        elif len(pam_sources) == 2:
+            source = 'pam_limits (%s): %s' % (report['pam_limits'], both(*pam_sources))
         else:
             source = 'pam_limits (%s): %s' % (report['pam_limits'], '; '.join(
                 '%s: %s' % (side, s if s else 'inherited from sshd: ' + sshd_source(report, item))
@@ -408,8 +419,9 @@ class Ssh(Context):
         try:
             os.chmod(work, 0o755)
             keys, auth = os.path.join(work, 'keys'), os.path.join(work, 'auth')
-            os.mkdir(keys, 0o700)
-            os.mkdir(auth, 0o755)
+            for path, mode in ((keys, 0o700), (auth, 0o755)):
+                os.mkdir(path, mode)
+                os.chmod(path, mode)    # whatever the umask: the user reads auth/USER
             for name in ('client', 'host'):
                 prober.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', PROBE_UNIT,
                             '-f', os.path.join(keys, name)])
@@ -433,7 +445,7 @@ class Ssh(Context):
                 raise effective.ProbeError('%s: %s' % (SSHD_CONFIG, refused),
                                            kind=errors.NOT_RUNNING)
             prober.run(['systemd-run', '--quiet', '--collect', '--unit=' + service,
-                        '-p', 'Description=gpufleet ssh probe (temporary sshd)']
+                        '--description=gpufleet ssh probe (temporary sshd)']
                        + limit_properties(own) + server_command(sshd, SSHD_CONFIG, options))
             started = True
             if not listening(port, LISTEN_WAIT):
@@ -462,6 +474,7 @@ class Ssh(Context):
         if rc != 0 and match:
             path = match.group(1)
             os.mkdir(path, 0o755)
+            os.chmod(path, 0o755)
             return path
         return None
 
