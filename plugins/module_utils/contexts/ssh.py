@@ -272,6 +272,12 @@ def sshd_unit(root=''):
     return None
 
 
+def socket_unit(unit, root=''):
+    """The socket unit that starts ``unit`` on a connection (``ssh.socket``), or None."""
+    name = unit.rsplit('.', 1)[0] + '.socket'
+    return name if sdpaths.unit_exists(name, root) else None
+
+
 def free_port():
     """A TCP port of 127.0.0.1 nobody listens on now."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -411,8 +417,7 @@ class Ssh(Context):
         if unit is None:
             raise effective.ProbeError('sshd has no unit (%s), so no SSH session can start here'
                                        % ' or '.join(UNITS), kind=errors.NOT_RUNNING)
-        # the limits of the running sshd: what the sessions it starts inherit
-        own = prober.unit(unit)
+        own = self.sshd_limits(prober, unit)
         work = tempfile.mkdtemp(prefix=PROBE_UNIT + '.', dir=RUN_DIR)
         service = '%s-%d-%s.service' % (PROBE_UNIT, os.getpid(), os.path.basename(work)[-6:])
         started, made_privsep = False, None
@@ -465,6 +470,30 @@ class Ssh(Context):
                     pass
 
     @staticmethod
+    def sshd_limits(prober, unit):
+        """{item: Limit} the sessions inherit: the running sshd's own (its main process), or,
+        where sshd is socket-activated (``ssh.socket``, Ubuntu 22.10 and later) and not started
+        yet, what its unit will start it with (``systemctl show``). NOT_RUNNING when neither
+        runs: no SSH session can start."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import effective
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_live as sdlive
+        from ansible_collections.gpufleet.tuning.plugins.module_utils import systemd_paths as paths
+        try:
+            return prober.unit(unit)
+        except effective.ProbeError as exc:
+            if exc.kind != errors.NOT_RUNNING or socket_unit(unit) is None:
+                raise
+        try:
+            prober.run(['systemctl', 'is-active', '--quiet', socket_unit(unit)])
+        except effective.ProbeError:
+            raise effective.ProbeError('%s and %s are not running, so no SSH session can start '
+                                       'here' % (unit, socket_unit(unit)), kind=errors.NOT_RUNNING)
+        return sdlive.live_limits(sdlive.parse_show(prober.run(
+            ['systemctl', 'show', '--property=' + ','.join(
+                sdlive.show_properties(model.RLIMIT_ITEMS, paths.UNIT_PREFIX)), unit])),
+            paths.UNIT_PREFIX)
+
+    @staticmethod
     def privsep_dir(prober, sshd, options):
         """sshd refuses to start without its privilege separation directory (Debian's unit
         makes /run/sshd, RuntimeDirectory=sshd); when ``sshd -t`` says it is missing (sshd not
@@ -499,6 +528,12 @@ class Ssh(Context):
         if unit is not None:
             state = sdlive.unit_live(auditor.run, unit)
             report['running'] = sdlive.is_active(state) and state.get('process') is not None
+            report['socket'] = socket_unit(unit)
+            if not report['running'] and report['socket']:
+                # socket-activated and not started yet: the unit's limits are what it gets
+                report['running'] = auditor.run(['systemctl', 'is-active', '--quiet',
+                                                 report['socket']])[0] == 0
+                report['sshd'] = sdlive.limits_dict(state.get('limits') or {})
             if state.get('process'):
                 report['sshd'] = sdlive.limits_dict(state['process'])
             report['unit_configured'] = systemd_precedence.resolve_unit(unit).configured()

@@ -252,3 +252,31 @@ def test_no_sshd_is_no_context(monkeypatch, tmp_path):
     with pytest.raises(effective.ProbeError) as caught:
         ssh.CONTEXT.run_probe(Prober(), 'bob', 1002, [])
     assert caught.value.kind == errors.NOT_RUNNING
+
+
+class SocketProber(Prober):
+    """ssh.service not started yet, ssh.socket listening (Ubuntu 22.10+)."""
+
+    def unit(self, unit):
+        raise effective.ProbeError('%s is not running' % unit, kind=errors.NOT_RUNNING)
+
+    def run(self, command):
+        if command[:2] == ['systemctl', 'show']:
+            self.ran.append(command)
+            return 'LimitNOFILE=65536\nLimitNOFILESoft=4096\n'
+        return Prober.run(self, command)
+
+
+def test_a_socket_activated_sshd_not_started_yet_is_probed_with_its_units_limits(node,
+                                                                                monkeypatch):
+    monkeypatch.setattr(ssh, 'socket_unit', lambda unit, root='': 'ssh.socket')
+    prober = SocketProber()
+    ssh.CONTEXT.run_probe(prober, 'bob', 1002, [])
+    assert ['systemctl', 'is-active', '--quiet', 'ssh.socket'] in prober.ran
+    [start] = [c for c in prober.ran if c[0] == 'systemd-run']
+    assert 'LimitNOFILE=4096:65536' in start
+    monkeypatch.setattr(ssh, 'socket_unit', lambda unit, root='': None)
+    with pytest.raises(effective.ProbeError) as caught:
+        ssh.CONTEXT.run_probe(SocketProber(), 'bob', 1002, [])
+    assert caught.value.kind == errors.NOT_RUNNING
+    assert os.listdir(str(node)) == []
