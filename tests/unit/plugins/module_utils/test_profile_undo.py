@@ -43,7 +43,7 @@ def test_every_context_has_an_undo_plan_and_the_base_plans_nothing():
     writers = [c for c in REGISTRY if type(c).plans is not Context.plans]
     overridden = [c for c in REGISTRY if type(c).undo_plans is not Context.undo_plans]
     assert overridden == writers
-    assert [c.name or c.probe for c in REGISTRY if c not in writers] == ['ssh', 'containerd']
+    assert [c for c in writers if c.name == 'containerd'] == []
 
 
 def test_pam_file_with_only_our_lines_is_removed(tmp_path):
