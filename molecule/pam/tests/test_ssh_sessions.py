@@ -76,8 +76,8 @@ def test_the_audit_names_the_limits_line_of_an_ssh_session(host, module):
                              % PAM_SSHD)
     for item in ('nofile', 'nproc'):
         assert rows[item]['how'] == 'probed' and rows[item]['gap'] == '', rows[item]
-        assert rows[item]['source'].startswith('pam_limits (%s:%s): %s:' % (PAM_SSHD, line, MANAGED)), \
-            rows[item]
+        want = 'pam_limits (%s:%s): %s:' % (PAM_SSHD, line, MANAGED)
+        assert rows[item]['source'].startswith(want), rows[item]
     assert rows['nofile']['actual'] == '16384:16384'
     assert tree(host) == before
     assert leftovers(host) == ''
