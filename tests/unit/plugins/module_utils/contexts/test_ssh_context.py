@@ -31,7 +31,7 @@ PASSWORD_AUTH = ('auth required pam_env.so\n'
 
 
 def reader(files):
-    return lambda path: files.get(path)
+    return files.get
 
 
 def test_the_pam_limits_line_of_a_debian_sshd_stack():
