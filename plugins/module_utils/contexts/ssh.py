@@ -291,11 +291,12 @@ class Ssh(Context):
         sshd = sshd_binary(prober.module)
         unit = sshd_unit()
         if sshd is None or not self.detect():
-            raise probe_results.ProbeError('sshd is not installed, so no SSH session can start here',
-                                       kind=errors.NOT_RUNNING)
+            raise probe_results.ProbeError(
+                'sshd is not installed, so no SSH session can start here', kind=errors.NOT_RUNNING)
         if unit is None:
-            raise probe_results.ProbeError('sshd has no unit (%s), so no SSH session can start here'
-                                       % ' or '.join(UNITS), kind=errors.NOT_RUNNING)
+            raise probe_results.ProbeError(
+                'sshd has no unit (%s), so no SSH session can start here' % ' or '.join(UNITS),
+                kind=errors.NOT_RUNNING)
         own = self.sshd_limits(prober, unit)
         work = tempfile.mkdtemp(prefix=PROBE_UNIT + '.', dir=RUN_DIR)
         service = '%s-%d-%s.service' % (PROBE_UNIT, os.getpid(), os.path.basename(work)[-6:])
@@ -327,15 +328,15 @@ class Ssh(Context):
             refused = refusal(config, user)
             if refused:
                 raise probe_results.ProbeError('%s: %s' % (SSHD_CONFIG, refused),
-                                           kind=errors.NOT_RUNNING)
+                                               kind=errors.NOT_RUNNING)
             prober.run(['systemd-run', '--quiet', '--collect', '--unit=' + service,
                         '--description=gpufleet ssh probe (temporary sshd)']
                        + limit_properties(own) + server_command(sshd, SSHD_CONFIG, options))
             started = True
             if not listening(port, LISTEN_WAIT):
-                raise probe_results.ProbeError('the temporary sshd (%s) did not listen on 127.0.0.1:%d'
-                                           ' within %d s (journalctl -u %s)'
-                                           % (service, port, LISTEN_WAIT, service))
+                raise probe_results.ProbeError(
+                    'the temporary sshd (%s) did not listen on 127.0.0.1:%d within %d s '
+                    '(journalctl -u %s)' % (service, port, LISTEN_WAIT, service))
             return prober.proc(client_command(os.path.join(keys, 'client'), port, user),
                                self.probe)
         finally:
@@ -367,8 +368,9 @@ class Ssh(Context):
         try:
             prober.run(['systemctl', 'is-active', '--quiet', socket_unit(unit)])
         except probe_results.ProbeError:
-            raise probe_results.ProbeError('%s and %s are not running, so no SSH session can start '
-                                       'here' % (unit, socket_unit(unit)), kind=errors.NOT_RUNNING)
+            raise probe_results.ProbeError(
+                '%s and %s are not running, so no SSH session can start here'
+                % (unit, socket_unit(unit)), kind=errors.NOT_RUNNING)
         return sdlive.live_limits(sdlive.parse_show(prober.run(
             ['systemctl', 'show', '--property=' + ','.join(
                 sdlive.show_properties(model.RLIMIT_ITEMS, paths.UNIT_PREFIX)), unit])),

@@ -267,8 +267,8 @@ class SocketProber(Prober):
         return Prober.run(self, command)
 
 
-def test_a_socket_activated_sshd_not_started_yet_is_probed_with_its_units_limits(node,
-                                                                                monkeypatch):
+def test_a_socket_activated_sshd_not_started_yet_is_probed_with_its_units_limits(
+        node, monkeypatch):
     monkeypatch.setattr(ssh, 'socket_unit', lambda unit, root='': 'ssh.socket')
     prober = SocketProber()
     ssh.CONTEXT.run_probe(prober, 'bob', 1002, [])
