@@ -138,8 +138,8 @@ def layers_table():
     lines = ['| layer | packages | holds | files |', '| ---: | --- | --- | ---: |']
     for index, (packages, what) in enumerate(LAYERS):
         names = [name for name, _found in rows if package(name) in packages]
-        lines.append('| %d | %s | %s | %d |' % (index, ', '.join('`%s`' % p for p in packages),
-                                               what, len(names)))
+        listed = ', '.join('`%s`' % p for p in packages)
+        lines.append('| %d | %s | %s | %d |' % (index, listed, what, len(names)))
     return '\n'.join(lines) + '\n'
 
 

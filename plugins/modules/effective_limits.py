@@ -15,6 +15,10 @@ version_added: 0.1.0
 description:
   - Starts real processes in each selected context and reads their C(/proc/self/limits).
     C(login) is a login session (C(runuser -l USER), through PAM and pam_limits);
+    C(ssh) an SSH session through the node's sshd configuration and C(/etc/pam.d/sshd), served
+    by a temporary second sshd on 127.0.0.1 (C(systemd-run), with the running sshd's limits)
+    that takes a throwaway key from a root-owned directory under C(/run), so that nothing is
+    written in the user's files; it is stopped and its directory removed afterwards;
     C(service) a transient system service running as the user (C(systemd-run --wait --pipe
     -p User=USER)), which gets the system manager's defaults; C(user_manager) a transient
     service of the user's user manager (C(user@UID.service) must be running, for example with
@@ -63,7 +67,7 @@ options:
         C(podman) needs O(podman_image).
     type: list
     elements: str
-    choices: [login, service, user_manager, docker, k8s_pod, podman, slurm_job]
+    choices: [login, ssh, service, user_manager, docker, k8s_pod, podman, slurm_job]
     default: [login, service]
   run_options:
     description:
@@ -80,8 +84,9 @@ extends_documentation_fragment:
 notes:
   - The probes start processes (a login session, a transient service, a container removed
     afterwards) but change no configuration, also in check mode.
-  - The login probe goes through C(runuser)'s PAM stack; sshd or su use their own stacks in
-    C(/etc/pam.d), which normally include pam_limits the same way.
+  - The login probe goes through C(runuser)'s PAM stack; su uses its own stack in
+    C(/etc/pam.d). The C(ssh) probe goes through sshd's (C(/etc/pam.d/sshd), when sshd_config
+    has C(UsePAM yes)) and starts from sshd's own limits, which can differ from C(login).
 seealso:
   - module: gpufleet.tuning.pam_limits_info
   - module: gpufleet.tuning.systemd_limits_info

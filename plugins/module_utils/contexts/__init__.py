@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import do
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import ssh
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_user
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import units
@@ -28,6 +29,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options impor
 # Planning order: the files are written in this order (and put back in reverse).
 REGISTRY = (
     pam.CONTEXT,
+    ssh.CONTEXT,
     systemd_system.CONTEXT,
     systemd_user.CONTEXT,
     units.CONTEXT,
