@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen
 
 all: test
 
@@ -51,6 +51,12 @@ changelog: setup
 
 sanity: setup
 	scripts/ansible-test-sanity.sh
+
+# The options' documentation that Ansible reads as static YAML (the generated part of the
+# modules' DOCUMENTATION and of roles/limits/meta/argument_specs.yml), from their declarations
+# (plugins/module_utils/options.py and the contexts' records). A unit test fails when it is stale.
+docs-gen: collection
+	$(BIN)/python scripts/gen_option_docs.py
 
 vermin: setup
 	vermin --no-tips --violations -t=3.8- --backport argparse plugins/modules plugins/module_utils

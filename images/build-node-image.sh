@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build a gpufleet node image: systemd as PID 1, python3, sudo, PAM login tools (su, runuser,
-# login), procps, libpam-systemd (logind and user managers), and the distribution's container
+# login), openssh-server, procps, libpam-systemd (logind and user managers), and the distribution's container
 # engine (Debian/Ubuntu: docker.io with iptables and a busybox rootfs for a tiny image; RHEL:
 # podman) so the node can run containers of its own.
 #
@@ -25,6 +25,9 @@ fi
 
 pkgs="systemd,systemd-sysv,dbus,libpam-systemd,python3,sudo,procps,passwd,login,util-linux"
 pkgs="$pkgs,ca-certificates,docker.io,iptables,busybox-static"
+# sshd (and the ssh client): users log in over SSH; the ssh context probes a session through
+# the node's sshd_config and /etc/pam.d/sshd (plugins/module_utils/contexts/ssh.py).
+pkgs="$pkgs,openssh-server"
 # Installed in a second step: their maintainer scripts fail inside debootstrap's first pass.
 extra_pkgs="podman"
 

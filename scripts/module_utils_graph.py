@@ -135,16 +135,11 @@ def cycles(rows=None):
 
 def layers_table():
     rows = graph()
-    lines = ['| layer | packages | holds | files | lines |', '| ---: | --- | --- | ---: | ---: |']
+    lines = ['| layer | packages | holds | files |', '| ---: | --- | --- | ---: |']
     for index, (packages, what) in enumerate(LAYERS):
         names = [name for name, _found in rows if package(name) in packages]
-        count = sum(sum(1 for _line in open(os.path.join(SOURCES, name + '.py')
-                                            if os.path.exists(os.path.join(SOURCES, name + '.py'))
-                                            else os.path.join(SOURCES, name, '__init__.py'),
-                                            encoding='utf-8'))
-                    for name in names)
-        lines.append('| %d | %s | %s | %d | %d |' % (index, ', '.join('`%s`' % p for p in packages),
-                                                     what, len(names), count))
+        listed = ', '.join('`%s`' % p for p in packages)
+        lines.append('| %d | %s | %s | %d |' % (index, listed, what, len(names)))
     return '\n'.join(lines) + '\n'
 
 

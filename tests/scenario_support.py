@@ -99,3 +99,67 @@ def samples(text):
 
 def key(name, **labels):
     return (name, frozenset(labels.items()))
+
+
+# --- issue 32: the tune and the audit agree (tests/shared/test_tune_audit_agree.py) ----------
+
+AGREE_USER = 'gpufleet-agree'
+AGREE_FILE = '/etc/security/limits.d/05-gpufleet-agree.conf'
+AGREE_PAM_PATH = '/etc/security/limits.d/95-gpufleet-agree-scratch.conf'
+
+
+def _node(host, command):
+    result = host.run(command)
+    assert result.rc == 0, (command, result.stdout, result.stderr)
+    return result.stdout
+
+
+def tune_and_audit(host, profile):
+    """(the tune's view, the audit's view) of the node for ``profile`` in the login context of
+    AGREE_USER: limits_profile in check mode (contexts pam, a scratch file, overrides warned
+    about) -> (whether it would write, the causes it names: known_gaps); limits_audit ->
+    {item: (source, advice)} of its login gaps."""
+    ok, tune, printed = run_module(host, 'gpufleet.tuning.limits_profile', {
+        'profile': profile, 'contexts': ['pam'], 'domains': ['*'], 'pam_path': AGREE_PAM_PATH,
+        'on_override': 'warn'}, check=True)
+    assert ok, printed[-3000:]
+    ok, audit, printed = run_module(host, 'gpufleet.tuning.limits_audit', {
+        'profile': profile, 'user': AGREE_USER})
+    assert ok, printed[-3000:]
+    gaps = dict((row['item'], (row.get('source') or '', row.get('advice') or ''))
+                for row in audit['rows']
+                if row['context'] == 'login' and row.get('gap'))
+    return (tune['changed'], list(tune.get('known_gaps') or [])), gaps
+
+
+def check_tune_and_audit_agree(host):
+    """A narrower limits line planted for one user: the tune (check mode) and the audit both
+    name that file:line as the cause of the user's login gap; with the line gone, neither
+    names it, and a gap the audit still finds is one the tune would close by writing its file
+    (check mode says it would change the node; the audit says no limits line sets the item).
+    Leaves the node as it found it."""
+    _node(host, 'id %s || useradd -m -s /bin/sh %s' % (AGREE_USER, AGREE_USER))
+    try:
+        profile = {'nofile': 4096}
+        _node(host, "printf '%%s\\n' '%s soft nofile 2048' '%s hard nofile 2048' > %s"
+              % (AGREE_USER, AGREE_USER, AGREE_FILE))
+        (_writes, causes), gaps = tune_and_audit(host, profile)
+        where = AGREE_FILE + ':1'
+        assert list(gaps) == ['nofile'], gaps
+        assert gaps['nofile'][0].startswith(where), gaps
+        assert gaps['nofile'][1].startswith('raise or remove ' + where), gaps
+        assert [c for c in causes if where in c], (causes, gaps)
+        _node(host, 'rm -f %s' % AGREE_FILE)
+        (writes, causes), gaps = tune_and_audit(host, profile)
+        assert causes == [], (causes, gaps)
+        if gaps:
+            assert writes and gaps['nofile'][0].startswith('no limits line'), (writes, gaps)
+            assert gaps['nofile'][1].startswith('run limits_profile with contexts: [pam]'), gaps
+            # acting on it closes the gap: the tune's write, then the audit again
+            ok, _result, printed = run_module(host, 'gpufleet.tuning.limits_profile', {
+                'profile': profile, 'contexts': ['pam'], 'domains': ['*'],
+                'pam_path': AGREE_PAM_PATH})
+            assert ok, printed[-3000:]
+            assert tune_and_audit(host, profile) == ((False, []), {})
+    finally:
+        host.run('rm -f %s %s; userdel -r %s' % (AGREE_FILE, AGREE_PAM_PATH, AGREE_USER))

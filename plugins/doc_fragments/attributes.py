@@ -43,6 +43,16 @@ attributes:
     platforms: posix
 '''
 
+    # The backup option of the modules that write one file (docker_ulimits, podman_ulimits,
+    # crio_ulimits).
+    FILE_BACKUP = r'''
+options:
+  backup:
+    description: Keep a timestamped copy of the file when it changes.
+    type: bool
+    default: false
+'''
+
     # The force option of docker_ulimits and podman_ulimits.
     RUNTIME_FORCE = r'''
 options:

@@ -34,13 +34,6 @@ description:
     saying both.
 author:
   - gpufleet.tuning contributors (@gpufleet)
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows each file before and after.
 options:
   limits:
     description:
@@ -79,6 +72,8 @@ options:
     description: Keep a timestamped copy of each file that changes.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
 notes:
   - CRI-O has C(default_ulimits) in C(crio.conf.d) instead; see docs/containerd-kubernetes.md.
 seealso:

@@ -36,13 +36,6 @@ description:
     CRI-O (docs/containerd-kubernetes.md).
 author:
   - gpufleet.tuning contributors (@gpufleet)
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the drop-in before and after.
 options:
   ulimits:
     description:
@@ -77,10 +70,6 @@ options:
     type: str
     choices: [when_idle, always, never]
     default: when_idle
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
   force:
     description:
       - Write when a file read later sets C(default_ulimits) too (with a warning), and hard
@@ -89,6 +78,9 @@ options:
         refused.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
 notes:
   - Applies to containers created after the restart; running containers keep their limits.
   - Kubernetes has no released pod field for ulimits; see docs/containerd-kubernetes.md for the

@@ -38,13 +38,6 @@ description:
     you know what a restart would stop (all running containers unless C(live-restore) is on).
 author:
   - gpufleet.tuning contributors (@gpufleet)
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows daemon.json before and after.
 options:
   ulimits:
     description:
@@ -86,11 +79,9 @@ options:
       - The systemd unit that runs dockerd, whose C(ExecStart) is checked for conflicting flags.
     type: str
     default: docker.service
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
 extends_documentation_fragment:
+  - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
   - gpufleet.tuning.attributes.RUNTIME_FORCE
 notes:
   - Restart dockerd afterwards (a handler on RV(restart_required)); C(systemctl reload docker)
@@ -135,9 +126,8 @@ path:
   sample: /etc/docker/daemon.json
 config_file:
   description:
-    - The daemon.json dockerd reads and why (C(source)) - the C(--config-file) flag of the
-      unit's effective C(ExecStart) with its C(file:line), dockerd's default
-      C(/etc/docker/daemon.json), or the docker snap's C($SNAP_DATA/config/daemon.json).
+    - The daemon.json dockerd reads and why (C(source)), as
+      RV(gpufleet.tuning.docker_ulimits_info#module:config_file) has it.
   returned: always
   type: dict
   sample: {"path": "/etc/docker/other.json",
@@ -180,28 +170,16 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import docker_plan
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            ulimits=dict(type='dict'),
-            shm_size=dict(type='str'),
-            purge=dict(type='bool', default=False),
-            path=dict(type='path'),
-            unit=dict(type='str', default='docker.service'),
-            backup=dict(type='bool', default=False),
-            force=dict(type='bool', default=False),
-        ),
-        required_one_of=[['ulimits', 'shm_size']],
-        supports_check_mode=True,
-    )
-    change = changes.run_guarded(module, runtime_plan.plan_module, docker_plan.plan_docker, module.params,
-                                 module)
-    changes.finish(module, change, backup=module.params['backup'])
+    spec = runtime_plan.argument_spec(path=dict(type='path'))
+    spec.update(unit=dict(type='str', default='docker.service'))
+    module = AnsibleModule(argument_spec=spec, required_one_of=runtime_plan.REQUIRED_ONE_OF,
+                           supports_check_mode=True)
+    runtime_plan.run_module(module, docker_plan.plan_docker)
 
 
 if __name__ == '__main__':

@@ -20,17 +20,10 @@ description:
     C(default-ulimits) does not set an item.
   - With O(image), starts a throw-away container (C(docker run --rm IMAGE cat /proc/self/limits
     /proc/self/mounts)) and reports the limits and C(/dev/shm) size a new container really
-    gets. The image needs C(cat); a busybox image is enough.
+    gets, in check mode too. The image needs C(cat); a busybox image is enough.
   - A daemon.json that cannot be read is reported in RV(problems), not as a failure.
 author:
   - gpufleet.tuning contributors (@gpufleet)
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; the probe container (O(image)) also runs in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to show.
 options:
   path:
     description:
@@ -53,6 +46,8 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes.INFO
 '''
 
 EXAMPLES = r'''
@@ -161,7 +156,6 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 
@@ -177,23 +171,9 @@ def main():
         supports_check_mode=True,
     )
     result = info.docker_report(module, module.params['path'], module.params['unit'])
-    docker = module.get_bin_path('docker')
-
-    image = module.params['image']
-    if image:
-        if not docker:
-            module.fail_json(msg='image: the docker command is not installed', **result)
-        command = [docker, 'run', '--rm'] + module.params['run_options'] + ['--', image] \
-            + ctl.PROBE_COMMAND
-        rc, out, err = module.run_command(command, environ_update=commands.c_env())
-        if rc != 0:
-            module.fail_json(msg='image: %s failed (rc %d): %s'
-                             % (' '.join(command), rc, (err or out).strip()), **result)
-        limits, shm = ctl.parse_probe(out)
-        if not limits:
-            module.fail_json(msg='image: no /proc/self/limits in the output of %s: %s'
-                             % (' '.join(command), out.strip()[:500]), **result)
-        result['live'] = {'image': image, 'limits': ctl.limits_result(limits), 'shm_size': shm}
+    if module.params['image']:
+        result['live'] = ctl.live(module, 'docker', module.params['image'], result,
+                                  run_options=module.params['run_options'])
     module.exit_json(**result)
 
 

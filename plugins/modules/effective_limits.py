@@ -15,6 +15,10 @@ version_added: 0.1.0
 description:
   - Starts real processes in each selected context and reads their C(/proc/self/limits).
     C(login) is a login session (C(runuser -l USER), through PAM and pam_limits);
+    C(ssh) an SSH session through the node's sshd configuration and C(/etc/pam.d/sshd), served
+    by a temporary second sshd on 127.0.0.1 (C(systemd-run), with the running sshd's limits)
+    that takes a throwaway key from a root-owned directory under C(/run), so that nothing is
+    written in the user's files; it is stopped and its directory removed afterwards;
     C(service) a transient system service running as the user (C(systemd-run --wait --pipe
     -p User=USER)), which gets the system manager's defaults; C(user_manager) a transient
     service of the user's user manager (C(user@UID.service) must be running, for example with
@@ -36,54 +40,6 @@ description:
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
-  contexts:
-    description: The contexts to probe.
-    type: list
-    elements: str
-    choices: [login, service, user_manager, docker, k8s_pod, podman, slurm_job]
-    default: [login, service]
-  user:
-    description: The user the login, service and user manager probes run as.
-    type: str
-    default: root
-  docker_image:
-    description: The image of the C(docker) probe; required when O(contexts) has C(docker).
-      It must be present or pullable.
-    type: str
-  podman_image:
-    description: The image of the C(podman) probe; required when O(contexts) has C(podman).
-    type: str
-  pod_image:
-    description:
-      - The image of the C(k8s_pod) probe, present in containerd's C(k8s.io) namespace; its
-        command is run in a new pod container (C(cat /proc/self/limits)). Required when
-        O(contexts) has C(k8s_pod).
-    type: str
-  pod_handler:
-    description: The CRI runtime handler of the C(k8s_pod) probe's pod; empty is the default runtime.
-    type: str
-    default: ''
-  cri_client:
-    description:
-      - The command of a CRI client on the node that starts a pod and prints its limits, for
-        C(k8s_pod), as separate elements; the collection's client is
-        C(PYTHON roles/limits/files/cri/cri_client.py) run by a python with grpcio and protobuf
-        (the limits role copies it; docs/containerd-kubernetes.md). Without it the C(k8s_pod)
-        probe reports that it could not run.
-    type: list
-    elements: str
-    default: []
-  run_options:
-    description: Extra options for C(docker run) and C(podman run), as separate elements.
-    type: list
-    elements: str
-    default: []
-  units:
-    description: Running units whose main process's limits to read (a name without a type
-      gets C(.service)); each becomes the context C(unit:NAME).
-    type: list
-    elements: str
-    default: []
   expect:
     description:
       - A profile, item -> value or C({soft, hard}), with the value forms of
@@ -97,10 +53,6 @@ options:
         O(expect), which is what the silent pam_limits fallback (every limit of the session back to its
         default) looks like. A profile that lowers a limit on purpose is not a regression.
     type: dict
-  timeout:
-    description: Seconds each probe may run.
-    type: int
-    default: 60
   parallel:
     description:
       - Run the probes at the same time (one thread each, every probe a new process of its
@@ -108,13 +60,33 @@ options:
         after another; the results are the same.
     type: bool
     default: true
+  # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  contexts:
+    description:
+      - The contexts to probe. C(docker) needs O(docker_image); C(k8s_pod) needs O(pod_image);
+        C(podman) needs O(podman_image).
+    type: list
+    elements: str
+    choices: [login, ssh, service, user_manager, docker, k8s_pod, podman, slurm_job]
+    default: [login, service]
+  run_options:
+    description:
+      - Extra options for C(docker run) and C(podman run), as separate elements.
+    type: list
+    elements: str
+    default: []
+  # END GENERATED options
 extends_documentation_fragment:
   - gpufleet.tuning.attributes.INFO
+  # BEGIN GENERATED fragments by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  - gpufleet.tuning.options.PROBES
+  # END GENERATED fragments
 notes:
   - The probes start processes (a login session, a transient service, a container removed
     afterwards) but change no configuration, also in check mode.
-  - The login probe goes through C(runuser)'s PAM stack; sshd or su use their own stacks in
-    C(/etc/pam.d), which normally include pam_limits the same way.
+  - The login probe goes through C(runuser)'s PAM stack; su uses its own stack in
+    C(/etc/pam.d). The C(ssh) probe goes through sshd's (C(/etc/pam.d/sshd), when sshd_config
+    has C(UsePAM yes)) and starts from sshd's own limits, which can differ from C(login).
 seealso:
   - module: gpufleet.tuning.pam_limits_info
   - module: gpufleet.tuning.systemd_limits_info
@@ -196,6 +168,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+
+# The options declared elsewhere (the contexts' choices and their probes' options, those
+# limits_audit shares), composed by effective.argument_spec() and documented by
+# scripts/gen_option_docs.py.
+OPTIONS = effective.OPTIONS
 
 
 def main():

@@ -48,45 +48,6 @@ options:
         forms of M(gpufleet.tuning.limits_profile).
     type: dict
     required: true
-  user:
-    description: The user the login, service and user-service probes run as.
-    type: str
-    default: root
-  units:
-    description: Units whose main process is read too (context C(unit:NAME)).
-    type: list
-    elements: str
-    default: []
-  docker_image:
-    description: A local image for the Docker probe (C(IMAGE cat /proc/self/limits)); unset skips it.
-    type: str
-  podman_image:
-    description: The image for the Podman probe; unset skips it.
-    type: str
-  pod_image:
-    description:
-      - The image of the C(k8s_pod) probe, present in containerd's C(k8s.io) namespace; its
-        command is run in a new pod container (C(cat /proc/self/limits)); unset, the
-        C(k8s_pod) rows are predicted, not probed.
-    type: str
-  pod_handler:
-    description: The CRI runtime handler of the C(k8s_pod) probe's pod; empty is the default runtime.
-    type: str
-    default: ''
-  cri_client:
-    description:
-      - The command of a CRI client on the node that starts a pod and prints its limits, for
-        C(k8s_pod), as separate elements; the collection's client is
-        C(PYTHON roles/limits/files/cri/cri_client.py) run by a python with grpcio and protobuf
-        (the limits role copies it; docs/containerd-kubernetes.md). Without it the C(k8s_pod)
-        probe reports that it could not run.
-    type: list
-    elements: str
-    default: []
-  timeout:
-    description: Seconds each probe may take.
-    type: int
-    default: 60
   probe_max_age:
     description:
       - Seconds for which the C(docker) probe's result may be reused instead of starting a new
@@ -122,8 +83,13 @@ options:
         which probed context the job does not fit, which item, its demand against the soft limit and by how much.
       - Checked before anything is probed; a bad field fails the audit naming C(job.FIELD).
     type: dict
+  # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  # END GENERATED options
 extends_documentation_fragment:
   - gpufleet.tuning.attributes.INFO
+  # BEGIN GENERATED fragments by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  - gpufleet.tuning.options.PROBES
+  # END GENERATED fragments
 seealso:
   - module: gpufleet.tuning.effective_limits
   - module: gpufleet.tuning.limits_profile
@@ -160,12 +126,18 @@ rows:
       since) or C(predicted) (worked out from the files without starting one, the C(k8s_pod)
       rows without O(cri_client)), or C(pending) (the probe could not start now, on a Slurm node
       that runs jobs; the row has C(configured), its C(source) and C(waited_s)).
+    - A row with a C(gap) has C(advice), what would close it, said only where the evidence points
+      at it (the action that applies a setting not applied yet, the line that sets the value a new
+      process gets, or the tune's own file where no file sets it); empty where a file sets other
+      values than the process gets and nothing says why.
   returned: success
   type: list
   elements: dict
   sample:
     - {context: login, item: nofile, actual: "1024:20000", expected: "16384:16384",
-       gap: soft+hard, source: no limits line (inherited from the login service), how: probed}
+       gap: soft+hard, source: no limits line (inherited from the login service), how: probed,
+       advice: "run limits_profile with contexts: [pam] (it writes
+       /etc/security/limits.d/90-gpufleet-tuning.conf)"}
     - {context: k8s_pod, item: nofile, actual: "1024:1024", expected: "16384:16384", gap: soft+hard,
        source: "predicted (no pod started): /etc/containerd/cri-base.json process.rlimits[2]
        RLIMIT_NOFILE (handler runc)", how: predicted}
@@ -283,23 +255,22 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+
+# The options declared elsewhere (the probes' options effective_limits takes too, the
+# contexts' among them), composed here and documented by scripts/gen_option_docs.py.
+OPTIONS = (effective.PROBES,)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             profile=dict(type='dict', required=True),
-            user=dict(type='str', default='root'),
-            units=dict(type='list', elements='str', default=[]),
-            docker_image=dict(type='str'),
-            podman_image=dict(type='str'),
-            pod_image=dict(type='str'),
-            pod_handler=dict(type='str', default=''),
-            cri_client=dict(type='list', elements='str', default=[]),
-            timeout=dict(type='int', default=60),
             probe_max_age=dict(type='int', default=0),
             probe_proofs=dict(type='dict', default={}),
             job=dict(type='dict'),
+            **opts.spec(OPTIONS)
         ),
         supports_check_mode=True,
     )

@@ -80,25 +80,6 @@ options:
     type: list
     elements: str
     default: ['*', 'root']
-  contexts:
-    description:
-      - The contexts to write. An empty list means every context present on the node
-        (C(/etc/security), a running systemd, C(user@.service), C(docker.service),
-        C(containerd.service), a C(podman) binary, C(slurmd.service) with
-        C(/etc/slurm/slurm.conf), C(/etc/crio/crio.conf) or C(crio.conf.d)). C(slurm) writes
-        the profile into C(slurmd.service)'s drop-in and stops slurm.conf from propagating the
-        profile's items from the submit shell (O(slurm_conf_edit)); see docs/slurm.md.
-        C(containerd_cri) (present when O(containerd_config) leaves the CRI plugin on and the
-        node has C(kubelet.service) or a handler with a base spec) patches the profile
-        into the base runtime spec of every CRI handler that has one, keeps
-        C(containerd.service)'s drop-in, and restarts containerd under O(restart_policy)
-        (C(when_idle) waits while pod sandboxes run, and running pods keep their old spec); see
-        docs/containerd-kubernetes.md. C(crio) writes CRI-O's C(default_ulimits)
-        (O(crio_dropin)), never run against a real CRI-O.
-    type: list
-    elements: str
-    choices: [pam, systemd_system, systemd_user, docker, containerd, containerd_cri, podman, slurm, crio]
-    default: []
   units:
     description:
       - Further units that get the profile as C(Limit*=) in a drop-in (C(slurmd.service),
@@ -106,15 +87,6 @@ options:
     type: list
     elements: str
     default: []
-  docker_shm_size:
-    description: Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.
-    type: str
-  podman_shm_size:
-    description:
-      - Podman's C(shm_size) in the C(podman) context's containers.conf drop-in, the C(/dev/shm)
-        of new Podman containers (C(8G), base 1024; Podman's default is 64 MB); unset leaves it
-        alone. An unparsable size fails naming this option before anything is written.
-    type: str
   on_conflict:
     description:
       - C(fail) refuses a profile that a file read later (a later limits.d file, a later
@@ -140,18 +112,6 @@ options:
         without CAP_SYS_RESOURCE) with a warning instead of refusing them.
     type: bool
     default: false
-  restart_policy:
-    description:
-      - How the restarts that units running workloads need are reported in RV(actions)
-        (C(docker.service), C(containerd.service), C(crio.service), C(slurmd.service) and the
-        user managers C(user@UID.service)). C(when_idle) defers a restart that would stop a
-        running container (dockerd without live-restore), running user services (a user
-        manager) or other processes in the unit's cgroup; C(never) defers all of them;
-        C(always) defers none. C(deferred) in RV(actions) says what a caller (or O(restart))
-        should leave running and report as pending.
-    type: str
-    choices: [when_idle, always, never]
-    default: when_idle
   backup:
     description:
       - Keep a timestamped copy of each file that changes; RV(files) names it (the limits
@@ -171,14 +131,6 @@ options:
         task fails saying both outcomes (RV(restarted) C(put_back)).
     type: bool
     default: false
-  settle:
-    description: With O(restart), the seconds a restarted unit must stay active.
-    type: int
-    default: 2
-  docker_wait:
-    description: With O(restart), the seconds to wait for a restarted dockerd to answer.
-    type: int
-    default: 60
   verify:
     description:
       - With O(restart), after the restarts, probe every context written that can be probed
@@ -198,67 +150,118 @@ options:
         the O(gpufleet.tuning.effective_limits#module:baseline) that detects the silent
         pam_limits fallback after the change. Nothing is probed when that file is unchanged.
     type: str
+  # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  contexts:
+    description:
+      - The contexts to write. An empty list means every context present on the node
+        (C(/etc/security), a running systemd, C(user@.service), C(docker.service),
+        C(containerd.service), a C(podman) binary, C(slurmd.service) with C(/etc/slurm/slurm.conf),
+        C(/etc/crio/crio.conf) or C(crio.conf.d)). C(slurm) writes the profile into
+        C(slurmd.service)'s drop-in and stops slurm.conf from propagating the profile's items from
+        the submit shell (O(slurm_conf_edit)); see docs/slurm.md. C(containerd_cri) (present when
+        O(containerd_config) leaves the CRI plugin on and the node has C(kubelet.service) or a
+        handler with a base spec) patches the profile into the base runtime spec of every CRI
+        handler that has one, keeps C(containerd.service)'s drop-in, and restarts containerd under
+        O(restart_policy) (C(when_idle) waits while pod sandboxes run, and running pods keep their
+        old spec); see docs/containerd-kubernetes.md. C(crio) writes CRI-O's C(default_ulimits)
+        (O(crio_dropin)), never run against a real CRI-O.
+    type: list
+    elements: str
+    choices: [pam, systemd_system, systemd_user, docker, containerd, containerd_cri, podman, slurm, crio]
+    default: []
+  restart_policy:
+    description:
+      - How the restarts that units running workloads need are reported in RV(actions)
+        (C(docker.service), C(containerd.service), C(crio.service), C(slurmd.service) and the user
+        managers C(user@UID.service)). C(when_idle) defers a restart that would stop a running
+        container (dockerd without live-restore), running user services (a user manager) or other
+        processes in the unit's cgroup; C(never) defers all of them; C(always) defers none.
+        C(deferred) in RV(actions) says what a caller (or O(restart)) should leave running and
+        report as pending.
+    type: str
+    choices: [when_idle, always, never]
+    default: when_idle
   pam_path:
-    description: The limits.d file for login sessions.
+    description:
+      - The limits.d file for login sessions.
     type: path
     default: /etc/security/limits.d/90-gpufleet-tuning.conf
   dropin:
-    description: File name of the systemd drop-ins.
+    description:
+      - File name of the systemd drop-ins (the managers' C(system.conf.d) and C(user.conf.d), and
+        the units').
     type: str
     default: 90-gpufleet-tuning.conf
   docker_daemon_json:
-    description: Docker's daemon configuration file; left out, the one dockerd reads (docker.service's C(--config-file), else
-      C(/etc/docker/daemon.json)). A path a C(--config-file) flag contradicts is refused naming the flag's C(file:line).
+    description:
+      - Docker's daemon configuration file; left out, the one dockerd reads (docker.service's
+        C(--config-file), else C(/etc/docker/daemon.json)). A path a C(--config-file) flag
+        contradicts is refused naming the flag's C(file:line).
     type: path
+  docker_shm_size:
+    description:
+      - Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.
+    type: str
+  containerd_config:
+    description:
+      - containerd's configuration file (the C(containerd_cri) context). A file that does not parse,
+        a handler's base spec that is missing or not an OCI spec is refused, naming the file (and
+        C(file:line)), before anything is written.
+    type: path
+    default: /etc/containerd/config.toml
+  containerd_create_spec:
+    description:
+      - With the C(containerd_cri) context, create C(/etc/containerd/gpufleet-base-spec.json) from
+        the node's default spec (C(ctr oci spec)) with the profile, and reference it in
+        O(containerd_config) for C(runc) and every configured handler that has no base spec.
+        C(false) leaves such handlers on containerd's own limits (the unit drop-in), with a warning.
+    type: bool
+    default: false
   podman_dropin:
-    description: The containers.conf drop-in for Podman.
+    description:
+      - The containers.conf drop-in for Podman.
     type: path
     default: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
+  podman_shm_size:
+    description:
+      - Podman's C(shm_size) in the C(podman) context's containers.conf drop-in, the C(/dev/shm) of
+        new Podman containers (C(8G), base 1024; Podman's default is 64 MB); unset leaves it alone.
+        An unparsable size fails naming this option before anything is written.
+    type: str
   slurm_conf:
     description:
       - Slurm's configuration file (the C(slurm) context); default, the file slurmd reads (C(-f),
         C(SLURM_CONF), its configless cache under C(/run/slurm/conf), C(/etc/slurm-llnl), then
         C(/etc/slurm/slurm.conf)). It is read with its C(Include) files as Slurm reads it; an
         unreadable line, a missing include or both C(PropagateResourceLimits) and
-        C(PropagateResourceLimitsExcept) set is refused, naming C(file:line), before anything
-        is written; a configless cache is read, never edited (edit slurm.conf on slurmctld's host).
+        C(PropagateResourceLimitsExcept) set is refused, naming C(file:line), before anything is
+        written; a configless cache is read, never edited (edit slurm.conf on slurmctld's host).
     type: path
+  slurm_conf_edit:
+    description:
+      - With the C(slurm) context, edit O(slurm_conf) so that the profile's items are not propagated
+        from the submitting shell (the line that decides is edited in place, in the file that holds
+        it; with none, C(PropagateResourceLimitsExcept) is added), and restart C(slurmd.service)
+        under O(restart_policy). C(false) leaves slurm.conf alone and warns which items jobs take
+        from the submit shell instead.
+    type: bool
+    default: true
   crio_dropin:
     description:
       - The crio.conf.d drop-in for CRI-O's C(default_ulimits) (the C(crio) context), as
         M(gpufleet.tuning.crio_ulimits) writes it. C(/etc/crio/crio.conf) and every file under
-        C(/etc/crio/crio.conf.d) are read in CRI-O's order first. A file CRI-O would not start
-        with, or a later file that sets C(default_ulimits), is refused (unless O(force)),
-        naming C(file:line), before anything is written. A change restarts C(crio.service)
-        under O(restart_policy).
+        C(/etc/crio/crio.conf.d) are read in CRI-O's order first. A file CRI-O would not start with,
+        or a later file that sets C(default_ulimits), is refused (unless O(force)), naming
+        C(file:line), before anything is written. A change restarts C(crio.service) under
+        O(restart_policy).
     type: path
     default: /etc/crio/crio.conf.d/90-gpufleet-tuning.conf
-  slurm_conf_edit:
-    description:
-      - With the C(slurm) context, edit O(slurm_conf) so that the profile's items are not
-        propagated from the submitting shell (the line that decides is edited in place, in
-        the file that holds it; with none, C(PropagateResourceLimitsExcept) is added), and
-        restart C(slurmd.service) under O(restart_policy). C(false) leaves slurm.conf alone
-        and warns which items jobs take from the submit shell instead.
-    type: bool
-    default: true
-  containerd_config:
-    description:
-      - containerd's configuration file (the C(containerd_cri) context). A file that does not
-        parse, a handler's base spec that is missing or not an OCI spec is refused, naming the
-        file (and C(file:line)), before anything is written.
-    type: path
-    default: /etc/containerd/config.toml
-  containerd_create_spec:
-    description:
-      - With the C(containerd_cri) context, create C(/etc/containerd/gpufleet-base-spec.json)
-        from the node's default spec (C(ctr oci spec)) with the profile, and reference it in
-        O(containerd_config) for C(runc) and every configured handler that has no base spec.
-        C(false) leaves such handlers on containerd's own limits (the unit drop-in), with a warning.
-    type: bool
-    default: false
+  # END GENERATED options
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  # BEGIN GENERATED fragments by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  - gpufleet.tuning.options.RESTART_CHECKS
+  # END GENERATED fragments
 notes:
   - Check mode plans every context and reports C(changed), C(diff) and RV(actions) without
     writing; diff mode shows one diff per changed file.
@@ -463,11 +466,17 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_run as run
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_undo as undo
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
+
+# The options declared elsewhere (the contexts' own from the registry, those limits_restart
+# shares), composed here and documented by scripts/gen_option_docs.py.
+OPTIONS = (registry.CONFIGURED_OPTION, opts.RESTART_POLICY) + registry.OPTIONS \
+    + (opts.RESTART_CHECKS,)
 
 
 def main():
@@ -476,30 +485,15 @@ def main():
             profile=dict(type='dict'),
             state=dict(type='str', choices=['present', 'absent'], default='present'),
             domains=dict(type='list', elements='str', default=['*', 'root']),
-            contexts=dict(type='list', elements='str', default=[], choices=pp.CONTEXTS),
             units=dict(type='list', elements='str', default=[]),
-            docker_shm_size=dict(type='str'),
-            podman_shm_size=dict(type='str'),
             on_conflict=dict(type='str', choices=['fail', 'warn'], default='fail'),
             on_override=dict(type='str', choices=['warn', 'fail'], default='warn'),
             force=dict(type='bool', default=False),
-            restart_policy=dict(type='str', choices=list(pp.RESTART_POLICIES),
-                                default='when_idle'),
             backup=dict(type='bool', default=False),
             baseline_user=dict(type='str'),
-            pam_path=dict(type='path', default=pp.DEFAULTS['pam_path']),
-            dropin=dict(type='str', default=sdpaths.DROPIN_NAME),
-            docker_daemon_json=dict(type='path'),
-            podman_dropin=dict(type='path', default=pp.DEFAULTS['podman_dropin']),
-            slurm_conf=dict(type='path'),
-            slurm_conf_edit=dict(type='bool', default=True),
-            containerd_config=dict(type='path', default=pp.DEFAULTS['containerd_config']),
-            containerd_create_spec=dict(type='bool', default=False),
-            crio_dropin=dict(type='path', default=pp.DEFAULTS['crio_dropin']),
             restart=dict(type='bool', default=False),
-            settle=dict(type='int', default=2),
-            docker_wait=dict(type='int', default=60),
             verify=dict(type='dict'),
+            **opts.spec(OPTIONS)
         ),
         required_if=[('state', 'present', ['profile'])],
         supports_check_mode=True,

@@ -68,14 +68,6 @@ options:
       to answer.
     type: bool
     default: false
-  settle:
-    description: Seconds a restarted unit must stay active before its restart counts.
-    type: int
-    default: 2
-  docker_wait:
-    description: Seconds to wait for dockerd to answer after its restart.
-    type: int
-    default: 60
   written:
     description:
       - The files the change wrote, each with C(path) and C(backup_file) (a changed file) or
@@ -92,8 +84,13 @@ options:
         unknown or ill-typed one fails the module naming C(verify).
       - The probes run after the last restart and its checks, in the same call.
     type: dict
+  # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  # END GENERATED options
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  # BEGIN GENERATED fragments by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+  - gpufleet.tuning.options.RESTART_CHECKS
+  # END GENERATED fragments
 notes:
   - Not idempotent by design, like M(ansible.builtin.systemd_service) with C(state=restarted);
     every call restarts what it is given. Call it only when a restart is owed (the limits role
@@ -174,8 +171,13 @@ verified:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
+
+# The options limits_profile shares (its restart's checks), composed here and documented by
+# scripts/gen_option_docs.py.
+OPTIONS = (opts.RESTART_CHECKS,)
 
 
 def main():
@@ -186,10 +188,9 @@ def main():
             units=dict(type='list', elements='str', default=[]),
             user_managers=dict(type='list', elements='str', default=[]),
             docker=dict(type='bool', default=False),
-            settle=dict(type='int', default=2),
-            docker_wait=dict(type='int', default=60),
             written=dict(type='list', elements='dict'),
             verify=dict(type='dict'),
+            **opts.spec(OPTIONS)
         ),
         supports_check_mode=True,
     )
@@ -214,7 +215,8 @@ def main():
     engine = restarts.Engine(restarts.Restarter(module, settle=module.params['settle'],
                                                 docker_wait=module.params['docker_wait']))
     try:
-        engine.run(planned, result, written, verify, effective.probe if verify is not None else None)
+        engine.run(planned, result, written, verify,
+                   effective.probe if verify is not None else None)
     except (restarts.RestartError, restarts.RestartFailure) as exc:
         module.fail_json(msg=exc.msg, **result)
     except effective.ProbeFailure as exc:

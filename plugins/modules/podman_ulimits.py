@@ -35,13 +35,6 @@ description:
     read from dpkg's status file, else asked with C(podman --version).
 author:
   - gpufleet.tuning contributors (@gpufleet)
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the drop-in before and after.
 options:
   ulimits:
     description:
@@ -67,11 +60,9 @@ options:
     description: The drop-in file to manage.
     type: path
     default: /etc/containers/containers.conf.d/90-gpufleet-tuning.conf
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
 extends_documentation_fragment:
+  - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
   - gpufleet.tuning.attributes.RUNTIME_FORCE
 notes:
   - Applies to containers created afterwards; running containers keep their limits. Rootless
@@ -133,7 +124,6 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
@@ -141,20 +131,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import po
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            ulimits=dict(type='dict'),
-            shm_size=dict(type='str'),
-            purge=dict(type='bool', default=False),
-            path=dict(type='path', default=cc.DROPIN),
-            backup=dict(type='bool', default=False),
-            force=dict(type='bool', default=False),
-        ),
-        required_one_of=[['ulimits', 'shm_size']],
-        supports_check_mode=True,
-    )
-    change = changes.run_guarded(module, runtime_plan.plan_module, podman_plan.plan_podman, module.params,
-                                 module)
-    changes.finish(module, change, backup=module.params['backup'])
+        argument_spec=runtime_plan.argument_spec(path=dict(type='path', default=cc.DROPIN)),
+        required_one_of=runtime_plan.REQUIRED_ONE_OF, supports_check_mode=True)
+    runtime_plan.run_module(module, podman_plan.plan_podman)
 
 
 if __name__ == '__main__':

@@ -19,17 +19,11 @@ description:
     name; C(CONTAINERS_CONF) replaces them all), and reports the value that wins with its source
     (C(file:line:column)).
   - With O(image), starts a throw-away container (C(podman run --rm IMAGE cat /proc/self/limits
-    /proc/self/mounts)) and reports the limits and C(/dev/shm) size it really gets.
+    /proc/self/mounts)) and reports the limits and C(/dev/shm) size it really gets, in check
+    mode too.
   - Files that cannot be read are reported in RV(problems), not as a failure.
 author:
   - gpufleet.tuning contributors (@gpufleet)
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; the probe container (O(image)) also runs in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to show.
 options:
   image:
     description: An image to start a probe container from. Without it no container is started.
@@ -46,6 +40,8 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - gpufleet.tuning.attributes.INFO
 '''
 
 EXAMPLES = r'''
@@ -136,7 +132,6 @@ problems:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 
@@ -153,24 +148,9 @@ def main():
     result = info.podman_report(module)
     for note in result['notes']:
         changes.warn(module, note)
-
-    image = module.params['image']
-    if image:
-        podman = module.get_bin_path('podman')
-        if not podman:
-            module.fail_json(msg='image: the podman command is not installed', **result)
-        command = [podman] + module.params['global_options'] + ['run', '--rm'] \
-            + module.params['run_options'] + ['--', image] + ctl.PROBE_COMMAND
-        rc, out, err = module.run_command(command, environ_update=commands.c_env())
-        if rc != 0:
-            module.fail_json(msg='image: %s failed (rc %d): %s'
-                             % (' '.join(command), rc, (err or out).strip()), **result)
-        live_limits, shm = ctl.parse_probe(out)
-        if not live_limits:
-            module.fail_json(msg='image: no /proc/self/limits in the output of %s: %s'
-                             % (' '.join(command), out.strip()[:500]), **result)
-        result['live'] = {'image': image, 'limits': ctl.limits_result(live_limits),
-                          'shm_size': shm}
+    if module.params['image']:
+        result['live'] = ctl.live(module, 'podman', module.params['image'], result,
+                                  module.params['global_options'], module.params['run_options'])
     module.exit_json(**result)
 
 

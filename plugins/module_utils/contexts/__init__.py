@@ -20,13 +20,16 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import do
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import ssh
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_user
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import units
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar
 
 # Planning order: the files are written in this order (and put back in reverse).
 REGISTRY = (
     pam.CONTEXT,
+    ssh.CONTEXT,
     systemd_system.CONTEXT,
     systemd_user.CONTEXT,
     units.CONTEXT,
@@ -48,6 +51,45 @@ PROBED = [c.probe for c in REGISTRY if c.probe]
 #: limits_profile's path options and their defaults
 PATH_DEFAULTS = dict((c.path_option, c.target) for c in REGISTRY if c.path_option)
 UNIT_PREFIX = units.PREFIX
+#: limits_profile's options that the contexts own (their files' paths, their policies), in
+#: registry order: declared on the records only
+OPTIONS = tuple(option for c in REGISTRY for option in c.configured_options())
+#: the options of effective_limits and limits_audit that the contexts' probes own (images, ...)
+PROBE_OPTIONS = tuple(option for c in REGISTRY for option in c.probed_options())
+
+#: limits_profile's ``contexts`` (and the limits role's ``limits_contexts``)
+CONFIGURED_OPTION = Option(
+    'contexts', 'list', elements='str', choices=CONFIGURED, default=[], description=(
+        'The contexts to write. An empty list means every context present on the node '
+        '(C(/etc/security), a running systemd, C(user@.service), C(docker.service), '
+        'C(containerd.service), a C(podman) binary, C(slurmd.service) with '
+        'C(/etc/slurm/slurm.conf), C(/etc/crio/crio.conf) or C(crio.conf.d)). C(slurm) writes '
+        "the profile into C(slurmd.service)'s drop-in and stops slurm.conf from propagating the "
+        "profile's items from the submit shell (O(slurm_conf_edit)); see docs/slurm.md. "
+        'C(containerd_cri) (present when O(containerd_config) leaves the CRI plugin on and the '
+        'node has C(kubelet.service) or a handler with a base spec) patches the profile into '
+        'the base runtime spec of every CRI handler that has one, keeps '
+        "C(containerd.service)'s drop-in, and restarts containerd under O(restart_policy) "
+        '(C(when_idle) waits while pod sandboxes run, and running pods keep their old spec); '
+        "see docs/containerd-kubernetes.md. C(crio) writes CRI-O's C(default_ulimits) "
+        '(O(crio_dropin)), never run against a real CRI-O.',),
+    role=RoleVar('limits_contexts', default=[], description=(
+        'The contexts to manage. Empty means every one present on the node (C(pam) when '
+        '/etc/security exists, C(systemd_system) when systemd runs, C(systemd_user) when it '
+        'also has user@.service, C(docker) and C(containerd) when their services exist, '
+        'C(podman) when /usr/bin/podman exists, C(slurm) when C(slurmd.service) and the '
+        "slurm.conf slurmd reads exist (slurmd's drop-in and slurm.conf, docs/slurm.md), "
+        'C(containerd_cri) when /etc/containerd/config.toml leaves the CRI plugin on and the '
+        'node has C(kubelet.service) or a handler with a base spec (the base runtime specs of '
+        "the Kubernetes handlers and containerd's drop-in, docs/containerd-kubernetes.md), "
+        'C(crio) when /etc/crio/crio.conf or crio.conf.d exists (CRI-O\'s C(default_ulimits) '
+        'in a crio.conf.d drop-in, then a checked restart of C(crio.service); never run '
+        'against a real CRI-O, docs/containerd-kubernetes.md)).',)))
+#: effective_limits' ``contexts``
+PROBED_OPTION = Option(
+    'contexts', 'list', elements='str', choices=PROBED, default=['login', 'service'],
+    description=('The contexts to probe. %s.' % '; '.join(
+        'C(%s) needs O(%s)' % (c.probe, c.image_option) for c in REGISTRY if c.image_option),))
 
 
 def named(name):

@@ -77,13 +77,38 @@ class Context(object):
     name = None
     #: where it is probed: effective_limits' ``contexts`` value (None: no probe of its own)
     probe = None
-    #: the effective_limits option a probe needs (``docker_image``), or None
-    image_option = None
     #: the files it is configured in (documentation and the audit)
     files = ()
-    #: limits_profile's option naming the file it writes, and that file's default
-    path_option = None
+    #: limits_profile's option naming the file it writes (an options.Option), and that file's
+    #: default
+    path = None
     target = None
+    #: the option of effective_limits and limits_audit naming its probe's image (an Option)
+    image = None
+    #: its other options of limits_profile (and the limits role): its policies. Declared on the
+    #: record only, like ``path`` and ``image``: the registry collects them into the modules'
+    #: argument_spec, scripts/gen_option_docs.py into their documentation.
+    options = ()
+    #: its probe's other options (effective_limits, limits_audit)
+    probe_options = ()
+
+    @property
+    def path_option(self):
+        """limits_profile's option naming the file it writes (``pam_path``), or None."""
+        return self.path.name if self.path else None
+
+    @property
+    def image_option(self):
+        """The effective_limits option its probe needs (``docker_image``), or None."""
+        return self.image.name if self.image else None
+
+    def configured_options(self):
+        """Every option of limits_profile it owns, its path first."""
+        return ((self.path,) if self.path else ()) + tuple(self.options)
+
+    def probed_options(self):
+        """Every option of effective_limits and limits_audit its probe owns, its image first."""
+        return ((self.image,) if self.image else ()) + tuple(self.probe_options)
     #: units that get the profile as ``Limit*=`` when this context is written (containerd)
     units = ()
     #: a change to it reaches user managers only through their restart (a PAM session or

@@ -25,7 +25,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
     BY_RLIMIT as ITEM_BY_RLIMIT)
 
@@ -50,13 +52,50 @@ def oci_limit(entry):
     return model.Limit(side(entry['soft']), side(entry['hard']))
 
 
+PATH = Option('containerd_config', 'path', default=CONFIG, description=(
+    "containerd's configuration file (the C(containerd_cri) context). A file that does not "
+    "parse, a handler's base spec that is missing or not an OCI spec is refused, naming the "
+    'file (and C(file:line)), before anything is written.',))
+CREATE_SPEC = Option(
+    'containerd_create_spec', 'bool', default=False, description=(
+        'With the C(containerd_cri) context, create C(/etc/containerd/gpufleet-base-spec.json) '
+        "from the node's default spec (C(ctr oci spec)) with the profile, and reference it in "
+        'O(containerd_config) for C(runc) and every configured handler that has no base spec. '
+        "C(false) leaves such handlers on containerd's own limits (the unit drop-in), with a "
+        'warning.',),
+    role=RoleVar('limits_containerd_create_spec', default=False, description=(
+        'With the C(containerd_cri) context, create /etc/containerd/gpufleet-base-spec.json '
+        "from the node's C(ctr oci spec) with the profile and reference it for C(runc) and "
+        'every handler that has no base spec; C(false) leaves those handlers on containerd\'s '
+        'own limits (the unit drop-in) and warns.',)))
+IMAGE = Option(
+    'pod_image', 'str', description=(
+        "The image of the C(k8s_pod) probe, present in containerd's C(k8s.io) namespace; its "
+        'command is run in a new pod container (C(cat /proc/self/limits)); without it (and '
+        'O(cri_client)) there is no C(k8s_pod) probe.',),
+    role=RoleVar('limits_verify_pod_image', default='', description=(
+        "The image of the C(k8s_pod) probe (present in containerd's C(k8s.io) namespace), a "
+        'pod started through the CRI, as the kubelet starts one. Empty, or no '
+        'O(limits_verify_cri_python), skips that probe.',)))
+HANDLER = Option('pod_handler', 'str', default='', description=(
+    "The CRI runtime handler of the C(k8s_pod) probe's pod; empty is the default runtime.",))
+CRI_CLIENT = Option('cri_client', 'list', elements='str', default=[], description=(
+    'The command of a CRI client on the node that starts a pod and prints its limits, for '
+    "C(k8s_pod), as separate elements; the collection's client is "
+    'C(PYTHON roles/limits/files/cri/cri_client.py) run by a python with grpcio and protobuf '
+    '(the limits role copies it; docs/containerd-kubernetes.md). Without it the C(k8s_pod) '
+    'probe reports that it could not run.',))
+
+
 class ContainerdCri(Context):
     name = 'containerd_cri'
     probe = 'k8s_pod'
-    image_option = 'pod_image'
     units = (UNIT,)
     files = (CONFIG, 'base_runtime_spec files', '/etc/systemd/system/containerd.service.d/*.conf')
-    path_option = 'containerd_config'
+    path = PATH
+    options = (CREATE_SPEC,)
+    image = IMAGE
+    probe_options = (HANDLER, CRI_CLIENT)
     target = CONFIG
     restart_rank = 0
     fallback = 'containerd\'s own limits (the handler has no base spec)'
@@ -112,7 +151,7 @@ class ContainerdCri(Context):
                 old = new = csp.read_text(path)
 
             def plan(path=path, old=old, new=new):
-                mode = os.stat(path).st_mode & 0o7777 if old is not None else 0o644
+                mode = safe_file.mode_of(path) if old is not None else 0o644
                 return changes.Change(path, dict(result, path=path), old, new, mode=mode)
             found.append(('%s:%s' % (self.name, path), plan))
         old, new = writes.get(config, (None, None))
@@ -123,7 +162,7 @@ class ContainerdCri(Context):
             # handlers left without a base spec (result's handlers: null) keep containerd's
             # own limits: the units context's drop-in gives them the profile
             return changes.Change(config, dict(result, path=config), old, new,
-                                  mode=os.stat(config).st_mode & 0o7777)
+                                  mode=safe_file.mode_of(config))
         found.append((self.name, plan_config))
         return found
 

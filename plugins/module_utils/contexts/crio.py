@@ -15,14 +15,24 @@ import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option
 
 UNIT = 'crio.service'
+
+
+PATH = Option('crio_dropin', 'path', default=rtpaths.CRIO_DROPIN, description=(
+    "The crio.conf.d drop-in for CRI-O's C(default_ulimits) (the C(crio) context), as "
+    'M(gpufleet.tuning.crio_ulimits) writes it. C(/etc/crio/crio.conf) and every file under '
+    "C(/etc/crio/crio.conf.d) are read in CRI-O's order first. A file CRI-O would not start "
+    'with, or a later file that sets C(default_ulimits), is refused (unless O(force)), '
+    'naming C(file:line), before anything is written. A change restarts C(crio.service) '
+    'under O(restart_policy).',))
 
 
 class Crio(Context):
     name = 'crio'
     files = (rtpaths.CRIO_MAIN, rtpaths.CRIO_DROPIN_DIR + '/*')
-    path_option = 'crio_dropin'
+    path = PATH
     target = rtpaths.CRIO_DROPIN
     restart_rank = 1
     fallback = "crio.service's own limits (inherited when no file sets default_ulimits)"

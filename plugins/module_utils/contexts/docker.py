@@ -19,9 +19,11 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import do
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_live
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar, container_image
 
 DAEMON_JSON = dj.DAEMON_JSON
 UNIT = 'docker.service'
@@ -50,10 +52,9 @@ def dockerd_pid(host, pidfile='/run/docker.pid'):
                 return pid
     except (IOError, OSError):
         pass
-    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', UNIT],
-                                     environ_update=commands.c_env())
-    pid = out.strip() if rc == 0 else ''
-    return pid if pid.isdigit() and pid != '0' else None
+    pid = sdlive.main_pid(
+        lambda args: host.run_command(args, environ_update=commands.c_env()), UNIT)
+    return None if pid is None else str(pid)
 
 
 def docker_pending(host, path):
@@ -83,12 +84,25 @@ def model_limit(entry):
     return model.Limit(entry['soft'], entry['hard'])
 
 
+PATH = Option('docker_daemon_json', 'path', description=(
+    "Docker's daemon configuration file; left out, the one dockerd reads (docker.service's "
+    'C(--config-file), else C(/etc/docker/daemon.json)). A path a C(--config-file) flag '
+    "contradicts is refused naming the flag's C(file:line).",))
+SHM_SIZE = Option(
+    'docker_shm_size', 'str', description=(
+        "Docker's C(default-shm-size) for new containers (C(8G)); unset leaves it alone.",),
+    role=RoleVar('limits_docker_shm_size', default='', description=(
+        "Docker's C(default-shm-size) (for example C(8G)); empty leaves it alone.",)))
+IMAGE = container_image('docker', 'Docker')
+
+
 class Docker(Context):
     name = 'docker'
     probe = 'docker'
-    image_option = 'docker_image'
+    path = PATH
+    image = IMAGE
+    options = (SHM_SIZE,)
     files = (DAEMON_JSON,)
-    path_option = 'docker_daemon_json'
     target = DAEMON_JSON
     restart_rank = 0
     fallback = 'inherited from containerd'

@@ -11,17 +11,23 @@ import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option
 
 LIMITS_CONF = '/etc/security/limits.conf'
 LIMITS_DIR = '/etc/security/limits.d'
+
+
+TARGET = LIMITS_DIR + '/90-gpufleet-tuning.conf'
+PATH = Option('pam_path', 'path', default=TARGET, description=(
+    'The limits.d file for login sessions.',))
 
 
 class Pam(Context):
     name = 'pam'
     probe = 'login'
     files = (LIMITS_CONF, LIMITS_DIR + '/*.conf')
-    path_option = 'pam_path'
-    target = LIMITS_DIR + '/90-gpufleet-tuning.conf'
+    path = PATH
+    target = TARGET
     session = True
     fallback = 'no limits line (inherited from the login service)'
 

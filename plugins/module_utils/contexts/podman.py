@@ -7,27 +7,41 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths as rtpaths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar, container_image
 
 DROPIN = rtpaths.CONTAINERS_DROPIN
-PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
+
+
+PATH = Option('podman_dropin', 'path', default=DROPIN, description=(
+    'The containers.conf drop-in for Podman.',))
+SHM_SIZE = Option(
+    'podman_shm_size', 'str', description=(
+        "Podman's C(shm_size) in the C(podman) context's containers.conf drop-in, the "
+        "C(/dev/shm) of new Podman containers (C(8G), base 1024; Podman's default is 64 MB); "
+        'unset leaves it alone. An unparsable size fails naming this option before anything '
+        'is written.',),
+    role=RoleVar('limits_podman_shm_size', default='', description=(
+        "Podman's C(shm_size) in the containers.conf drop-in of the C(podman) context (for "
+        "example C(8G)); empty leaves it alone (Podman's default is 64 MB).",)))
+IMAGE = container_image('podman', 'Podman')
 
 
 class Podman(Context):
     name = 'podman'
     probe = 'podman'
-    image_option = 'podman_image'
     files = rtpaths.CONTAINERS_MAIN_FILES + (rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf',)
-    path_option = 'podman_dropin'
+    path = PATH
+    image = IMAGE
+    options = (SHM_SIZE,)
     target = DROPIN
     fallback = "Podman's built-in default"
 
     def detect(self, root=''):
-        return any(os.path.exists(root + os.path.join(d, 'podman')) for d in PATH_DIRS)
+        return commands.find_binary('podman', root) is not None
 
     def plans(self, request, host, ceiling):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan

@@ -14,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import shlex
 import time
 
@@ -25,7 +24,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtim
 from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node as sn
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar
 
 UNIT = 'slurmd.service'
 # The soft limits of a login shell on a node nobody tuned (kernel defaults: INR_OPEN_CUR,
@@ -60,12 +61,37 @@ def leak_text(names, entry, path=rtpaths.SLURM_CONF):
                 ','.join(sc.RLIMIT_OF[i] for i in names)))
 
 
+PATH = Option('slurm_conf', 'path', description=(
+    "Slurm's configuration file (the C(slurm) context); default, the file slurmd reads (C(-f), "
+    'C(SLURM_CONF), its configless cache under C(/run/slurm/conf), C(/etc/slurm-llnl), then '
+    'C(/etc/slurm/slurm.conf)). It is read with its C(Include) files as Slurm reads it; an '
+    'unreadable line, a missing include or both C(PropagateResourceLimits) and '
+    'C(PropagateResourceLimitsExcept) set is refused, naming C(file:line), before anything '
+    "is written; a configless cache is read, never edited (edit slurm.conf on slurmctld's "
+    'host).',))
+CONF_EDIT = Option(
+    'slurm_conf_edit', 'bool', default=True, description=(
+        "With the C(slurm) context, edit O(slurm_conf) so that the profile's items are not "
+        'propagated from the submitting shell (the line that decides is edited in place, in '
+        'the file that holds it; with none, C(PropagateResourceLimitsExcept) is added), and '
+        'restart C(slurmd.service) under O(restart_policy). C(false) leaves slurm.conf alone '
+        'and warns which items jobs take from the submit shell instead.',),
+    role=RoleVar('limits_slurm_conf_edit', default=True, description=(
+        'With the C(slurm) context, edit the slurm.conf slurmd reads so that jobs take the '
+        "profile's items from slurmd, not from the submitting shell "
+        '(C(PropagateResourceLimitsExcept)); C(false) leaves it alone and warns which '
+        'items jobs take from the submit shell (docs/slurm.md). A configless cache '
+        '(C(slurmd --conf-server)) is never edited; the edit is refused, naming the '
+        "slurmctld host's slurm.conf as the place.",)))
+
+
 class Slurm(Context):
     name = 'slurm'
     probe = 'slurm_job'
     units = (UNIT,)
     files = (rtpaths.SLURM_CONF, '/etc/systemd/system/slurmd.service.d/*.conf')
-    path_option = 'slurm_conf'
+    path = PATH
+    options = (CONF_EDIT,)
     target = rtpaths.SLURM_CONF
     restart_rank = 2
     fallback = 'slurmd.service (the unit file or the manager default)'
@@ -124,7 +150,7 @@ class Slurm(Context):
             raise changes.Failure(configless_refusal(target, leak_text(leaking, entry, path)),
                                   result, kind=errors.REFUSED)
         result['edit'] = what
-        mode = os.stat(target).st_mode & 0o7777
+        mode = safe_file.mode_of(target)
         return changes.Change(target, result, config.files[target], text, mode=mode)
 
     def act(self, change, actions, state, host):

@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import sys
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option
 
 
 def plan_manager(record, scope, request, host, ceiling):
@@ -69,9 +70,36 @@ def manager_current(scope, request, host):
     return found
 
 
-class SystemdSystem(Context):
+DROPIN = Option('dropin', 'str', default=sdpaths.DROPIN_NAME, description=(
+    'File name of the systemd drop-ins (the managers\' C(system.conf.d) and C(user.conf.d), '
+    'and the units\').',))
+
+
+class Manager(Context):
+    """A systemd manager's defaults (``scope``: system or user): its drop-in is planned,
+    undone and read the same way for both managers."""
+
+    scope = None
+
+    def plans(self, request, host, ceiling):
+        return plan_manager(self, self.scope, request, host, ceiling)
+
+    def undo_plans(self, request, host):
+        """Its drop-in removed: the system manager is re-executed, the running user managers
+        restart under the policy."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+        return [(self.name, lambda: undo_files.remove_dropin(
+            sdpaths.dropin_path(self.scope, None, request.dropin), host, self.scope))]
+
+    def current(self, label, request, host):
+        return manager_current(self.scope, request, host)
+
+
+class SystemdSystem(Manager):
     name = 'systemd_system'
+    scope = sdpaths.SYSTEM
     probe = 'service'
+    options = (DROPIN,)
     files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.SYSTEM, None, sdpaths.DROPIN_NAME)
     session = True
@@ -79,18 +107,6 @@ class SystemdSystem(Context):
 
     def detect(self, root=''):
         return sdlive.systemd_running(root)
-
-    def plans(self, request, host, ceiling):
-        return plan_manager(self, sdpaths.SYSTEM, request, host, ceiling)
-
-    def undo_plans(self, request, host):
-        """Its drop-in removed: the system manager is re-executed (a re-exec)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
-        return [(self.name, lambda: undo_files.remove_dropin(
-            sdpaths.dropin_path(sdpaths.SYSTEM, None, request.dropin), host, sdpaths.SYSTEM))]
-
-    def current(self, label, request, host):
-        return manager_current(sdpaths.SYSTEM, request, host)
 
     def act(self, change, actions, state, host):
         actions['reexec'] = bool(change.result.get('reexec_required'))

@@ -13,13 +13,13 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
-from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts.systemd_system import (
-    manager_current, plan_manager)
+    Manager, plan_manager)
 
 
-class SystemdUser(Context):
+class SystemdUser(Manager):
     name = 'systemd_user'
+    scope = sdpaths.USER
     probe = 'user_manager'
     files = ('/etc/systemd/user.conf', '/etc/systemd/user.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.USER, None, sdpaths.DROPIN_NAME)
@@ -31,7 +31,7 @@ class SystemdUser(Context):
         return sdlive.systemd_running(root) and sdpaths.unit_exists('user@.service', root)
 
     def plans(self, request, host, ceiling):
-        [(label, plan)] = plan_manager(self, sdpaths.USER, request, host, ceiling)
+        [(label, plan)] = plan_manager(self, self.scope, request, host, ceiling)
 
         def capped_plan():
             from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
@@ -48,15 +48,6 @@ class SystemdUser(Context):
                 change.warnings.append(message)
             return change
         return [(label, capped_plan)]
-
-    def undo_plans(self, request, host):
-        """Its drop-in removed: the running user managers restart under the policy."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
-        return [(self.name, lambda: undo_files.remove_dropin(
-            sdpaths.dropin_path(sdpaths.USER, None, request.dropin), host, sdpaths.USER))]
-
-    def current(self, label, request, host):
-        return manager_current(sdpaths.USER, request, host)
 
     def act(self, change, actions, state, host):
         actions['user_managers'] = list(change.result.get('restart_required') or [])

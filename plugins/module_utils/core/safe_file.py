@@ -39,6 +39,15 @@ def read_bytes(path):
         raise FileError('%s: cannot read: %s' % (path, exc.strerror or exc))
 
 
+def mode_of(path, default=0o644):
+    """The permission bits of the file at ``path``, or ``default`` when it is not there: the
+    mode a rewrite keeps (the one helper for this fact)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return default
+
+
 def backup_path(path):
     return '%s.%s.%s~' % (path, os.getpid(), time.strftime('%Y-%m-%d@%H:%M:%S'))
 

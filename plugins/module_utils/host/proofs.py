@@ -33,11 +33,11 @@ import math
 import os
 import time
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 
 #: binaries whose replacement (a package upgrade) could change what a new container gets
 RUNTIME_BINARIES = ('runc', 'containerd-shim-runc-v2', 'docker-init', 'dockerd', 'containerd')
-SEARCH_PATH = ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin')
 DAEMONS = ('dockerd', 'containerd')
 
 
@@ -81,7 +81,7 @@ def daemons(names=DAEMONS, root=''):
 
 def binary(name):
     """(path, inode, size, mtime) of the first ``name`` on the search path, or None."""
-    for directory in SEARCH_PATH:
+    for directory in commands.SEARCH_PATH:
         path = os.path.join(directory, name)
         try:
             info = os.stat(path)

@@ -11,6 +11,7 @@ __metaclass__ = type
 import re
 from collections import OrderedDict
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
 
@@ -64,3 +65,24 @@ def limits_result(limits, sources=None):
             entry['source'] = sources[name]
         result[name] = entry
     return result
+
+
+def live(module, runtime, image, result, global_options=(), run_options=()):
+    """docker_ulimits_info's and podman_ulimits_info's ``live``: what a throw-away container of
+    ``image`` gets (``RUNTIME [GLOBAL_OPTIONS] run --rm [RUN_OPTIONS] -- IMAGE`` PROBE_COMMAND).
+    A missing command, a failed run or an output without limits fails ``module`` with
+    ``result``."""
+    binary = module.get_bin_path(runtime)
+    if not binary:
+        module.fail_json(msg='image: the %s command is not installed' % runtime, **result)
+    command = [binary] + list(global_options) + ['run', '--rm'] + list(run_options) \
+        + ['--', image] + PROBE_COMMAND
+    rc, out, err = module.run_command(command, environ_update=commands.c_env())
+    if rc != 0:
+        module.fail_json(msg='image: %s failed (rc %d): %s'
+                         % (' '.join(command), rc, (err or out).strip()), **result)
+    limits, shm = parse_probe(out)
+    if not limits:
+        module.fail_json(msg='image: no /proc/self/limits in the output of %s: %s'
+                         % (' '.join(command), out.strip()[:500]), **result)
+    return {'image': image, 'limits': limits_result(limits), 'shm_size': shm}

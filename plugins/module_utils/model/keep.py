@@ -13,30 +13,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
+
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
     ITEMS, Limit, compare, exceeds)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.values import format_human
 
 
-class Kept(object):
+class Kept(namedtuple('Kept', 'item side asked before after action source')):
     """One side of one item the run does not simply write as asked: ``action`` is ``kept``
     (the context already has more, and keeps it), ``raised`` (the hard side, above what the
     context had) or ``lowered`` (the profile named the side; the context had more), with the
     value the context had and where it came from."""
 
-    __slots__ = ('item', 'side', 'asked', 'before', 'after', 'action', 'source')
-
-    def __init__(self, item, side, asked, before, after, action, source):
-        self.item = item
-        self.side = side
-        self.asked = asked
-        self.before = before
-        self.after = after
-        self.action = action
-        self.source = source
+    __slots__ = ()
 
     def as_dict(self):
-        return dict((name, getattr(self, name)) for name in self.__slots__)
+        return dict(zip(self._fields, self))
 
     def message(self):
         item = ITEMS[self.item]

@@ -127,6 +127,55 @@ def source_of(context, configured, actual=None, blocked=None, pending=None):
     return where
 
 
+def _owner(context):
+    """The record a probed context (``login``, ``unit:NAME``) is configured through, or None."""
+    if context.startswith(registry.UNIT_PREFIX):
+        return registry.owner(registry.UNIT_PREFIX)
+    try:
+        return registry.probed(context)
+    except KeyError:
+        return None
+
+
+def advice_for(context, configured, actual=None, blocked=None, pending=None,
+               sides=('soft', 'hard')):
+    """What would close a gap, said only where the evidence points at it (the same evidence
+    :func:`source_of` names): the action that applies a setting not applied yet (``pending``),
+    the login lines pam_limits cannot apply (``blocked``), the file:line that sets the value a
+    new process gets, or the tune's own file where no file sets it. '' where a file sets other
+    values than the process gets and nothing says why (no advice without evidence)."""
+    configured = configured or {}
+    if pending:
+        return pending[0].upper() + pending[1:]
+    if context == 'login' and blocked and actual is not None and (
+            configured.get('soft'), configured.get('hard')) != (actual.get('soft'),
+                                                                actual.get('hard')):
+        return ('change %s: pam_limits cannot apply it, so the session keeps its defaults'
+                % '; '.join(blocked))
+    record = _owner(context)
+    if context == 'login':
+        places = [(configured.get('%s_source' % side) or '').split(' (', 1)[0] for side in sides]
+        where = '; '.join(p for i, p in enumerate(places) if p and p not in places[:i])
+    else:
+        where = _where(configured)
+    matches = actual is None or (configured.get('soft'), configured.get('hard')) == (
+        actual.get('soft'), actual.get('hard'))
+    if where and matches:
+        target = record.target_path() if record is not None else None
+        if target and all(w.rsplit(':', 1)[0] == target for w in where.split('; ')):
+            return ('run limits_profile: %s, the file it writes, holds other values than the '
+                    'profile' % where)
+        return ('raise or remove %s (it sets %s); limits_profile does not edit files it does not '
+                'own' % (where, _pair(configured)))
+    if not where and context.startswith(registry.UNIT_PREFIX):
+        return ('run limits_profile with units: [%s] (a drop-in with Limit*= for it)'
+                % context[len(registry.UNIT_PREFIX):])
+    if not where and record is not None and record.name:
+        return ('run limits_profile with contexts: [%s] (it writes %s)'
+                % (record.name, record.target_path() or record.target))
+    return ''
+
+
 def pending_actions(reports, host):
     """{(context, item): action} for the values a file sets and a running process has not
     taken yet, with evidence: systemd's own word (the manager or unit reports other values than
@@ -191,6 +240,12 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
                 source=source or FALLBACK.get(context, UNIT_FALLBACK),
                 gap='+'.join(gap[0]['sides']) if gap else '',
                 how='predicted' if context in predicted else 'probed')
+            if gap:
+                row['advice'] = advice_for(
+                    context, configured.get(item) or {},
+                    dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
+                    blocked if context == 'login' else None, (unapplied or {}).get((context, item)),
+                    gap[0]['sides'])
             if entry.get('reused'):
                 row.update(how='reused', proved_at=entry['reused']['proved_at'])
             if context in pending:

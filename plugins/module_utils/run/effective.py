@@ -23,6 +23,7 @@ from concurrent import futures
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
@@ -30,6 +31,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports.probe_results import (  # noqa: F401
     ProbeError, ProbeFailure, from_public, gap_table, human_limit, parse_probe, public_limits,
     regressions, side_gap)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 
@@ -176,7 +178,7 @@ class Prober(object):
             self.execute(stop)
 
     def unit(self, unit):
-        pid = self.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
+        pid = self.run(sdlive.main_pid_command(unit)).strip()
         if not pid.isdigit() or pid == '0':
             raise ProbeError('%s is not running' % unit, kind=errors.NOT_RUNNING)
         return self.pid_limits(pid, unit_context(unit))
@@ -205,24 +207,23 @@ def run_probes(calls, parallel=True):
         return [done.result() for done in running]
 
 
+#: effective_limits' options that are declared elsewhere (the contexts' choices and their
+#: probes' options from the registry, those limits_audit shares): composed, and documented by
+#: scripts/gen_option_docs.py
+#: the probes' options limits_audit takes too (documented once, a doc fragment)
+PROBES = opts.Group('PROBES', opts.PROBE_COMMON + registry.PROBE_OPTIONS)
+OPTIONS = (registry.PROBED_OPTION, opts.RUN_OPTIONS, PROBES)
+
+
 def argument_spec():
     """effective_limits' options (also limits_restart's ``verify``)."""
-    return dict(
-        contexts=dict(type='list', elements='str', default=['login', 'service'],
-                      choices=CONTEXTS),
-        user=dict(type='str', default='root'),
-        docker_image=dict(type='str'),
-        podman_image=dict(type='str'),
-        pod_image=dict(type='str'),
-        pod_handler=dict(type='str', default=''),
-        cri_client=dict(type='list', elements='str', default=[]),
-        run_options=dict(type='list', elements='str', default=[]),
-        units=dict(type='list', elements='str', default=[]),
+    spec = opts.spec(OPTIONS)
+    spec.update(
         expect=dict(type='dict'),
         baseline=dict(type='dict'),
-        timeout=dict(type='int', default=60),
         parallel=dict(type='bool', default=True),
     )
+    return spec
 
 
 def validated(params, field):
@@ -290,7 +291,7 @@ def probe(host, params):
                      lambda r=record, c=command: r.run_probe(prober, user, uid, c)))
     for unit in params['units']:
         unit = sdpaths.unit_name(unit)
-        command = ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
+        command = sdlive.main_pid_command(unit)
         plan.append((unit_context(unit), command, lambda u=unit: prober.unit(u)))
 
     outcomes = run_probes([probe for _context, _command, probe in plan],

@@ -15,6 +15,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
@@ -100,7 +101,7 @@ def file_record(context, change):
     return record
 
 
-RESTART_POLICIES = ('when_idle', 'always', 'never')
+RESTART_POLICIES = opts.RESTART_POLICIES
 
 
 def actions(planned, host, policy='when_idle'):

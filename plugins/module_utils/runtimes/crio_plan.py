@@ -10,7 +10,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
@@ -20,6 +19,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import cr
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core.safe_file import FileError, read_bytes
 
 
@@ -83,7 +83,7 @@ def plan_crio(req, main=None, dropin_dir=None, ceiling=None):
                                   result, kind=errors.REFUSED)
         warnings.append(why)
     change = changes.Change(path, result, text if raw is not None else None, new_text,
-                            mode=_mode(path))
+                            mode=safe_file.mode_of(path))
     result['restart_required'] = change.changed
     change.warnings = warnings
     return change
@@ -100,10 +100,3 @@ def sorted_in(files, path, main):
             index = i
             break
     return files[:index] + [path] + files[index:]
-
-
-def _mode(path):
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        return 0o644

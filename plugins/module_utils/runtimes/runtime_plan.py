@@ -8,28 +8,26 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
+
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
 
-class RuntimeRequest(object):
+_FIELDS = 'limits path shm_size purge unit force field'
+
+
+class RuntimeRequest(namedtuple('RuntimeRequest', _FIELDS,
+                                defaults=(None, False, None, False, 'ulimits'))):
     """What docker_plan and podman_plan plan, as plain values: ``limits`` {item: Limit} parsed
     once by the caller (or None: leave default-ulimits alone), ``shm_size`` in bytes (or None),
     ``purge``, ``path`` (the file to write), ``unit`` (Docker's unit, for its flags), ``force``,
     and ``field``: the option the user wrote the limits in, for messages (``ulimits`` for
     docker_ulimits and podman_ulimits, ``profile`` for limits_profile)."""
 
-    def __init__(self, limits, path, shm_size=None, purge=False, unit=None, force=False,
-                 field='ulimits'):
-        self.limits = limits
-        self.path = path
-        self.shm_size = shm_size
-        self.purge = purge
-        self.unit = unit
-        self.force = force
-        self.field = field
+    __slots__ = ()
 
 
 def module_request(params):
@@ -38,6 +36,30 @@ def module_request(params):
     limits, shm_size = model.parse_runtime_request(params['ulimits'], params['shm_size'])
     return RuntimeRequest(limits, params['path'], shm_size=shm_size, purge=params['purge'],
                           unit=params.get('unit'), force=params.get('force', False))
+
+
+def argument_spec(path):
+    """docker_ulimits' and podman_ulimits' options: what both take, ``path`` (the spec of
+    their file's option) among them."""
+    return dict(
+        ulimits=dict(type='dict'),
+        shm_size=dict(type='str'),
+        purge=dict(type='bool', default=False),
+        path=path,
+        backup=dict(type='bool', default=False),
+        force=dict(type='bool', default=False),
+    )
+
+
+#: both modules need ulimits, shm_size or both
+REQUIRED_ONE_OF = [['ulimits', 'shm_size']]
+
+
+def run_module(module, planner):
+    """docker_ulimits' and podman_ulimits' run: plan the file with ``planner`` (every guard
+    first), then write it, as the module's options say."""
+    change = changes.run_guarded(module, plan_module, planner, module.params, module)
+    changes.finish(module, change, backup=module.params['backup'])
 
 
 def plan_module(planner, params, host, ceiling=None):

@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import json
 import re
+from collections import namedtuple
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths
@@ -55,24 +56,10 @@ def _dotted(text):
     return '.'.join(p[1:-1] if p[0] in '"\'' else p for p in parts)
 
 
-class Entry(object):
-    """One ``key = value``: table, key, and offsets (line start, value start/end, line end)."""
-
-    def __init__(self, table, key, start, value_start, value_end, end):
-        self.table = table
-        self.key = key
-        self.start = start
-        self.value_start = value_start
-        self.value_end = value_end
-        self.end = end
-
-
-class Header(object):
-    def __init__(self, table, start, end, array):
-        self.table = table
-        self.start = start
-        self.end = end
-        self.array = array
+#: one ``key = value``: table, key, and offsets (line start, value start/end, line end)
+Entry = namedtuple('Entry', 'table key start value_start value_end end')
+#: one table header: its table, offsets and whether it is an array of tables (``[[...]]``)
+Header = namedtuple('Header', 'table start end array')
 
 
 class Document(object):

@@ -28,6 +28,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
+
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_paths as paths
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
@@ -68,23 +70,15 @@ def _ends_escaped(text):
     return escaped
 
 
-class Statement(object):
+class Statement(namedtuple('Statement', 'first last kind section key value text',
+                           defaults=(None, None, None, ''))):
     """One logical line: physical lines [first, last] (0-based), what systemd makes of it.
 
     kind: 'blank', 'comment', 'section', 'assignment', 'bad-section' (fatal for the file),
     'no-equals', 'outside' (assignment before any section).
     """
 
-    __slots__ = ('first', 'last', 'kind', 'section', 'key', 'value', 'text')
-
-    def __init__(self, first, last, kind, section=None, key=None, value=None, text=''):
-        self.first = first
-        self.last = last
-        self.kind = kind
-        self.section = section
-        self.key = key
-        self.value = value
-        self.text = text
+    __slots__ = ()
 
     @property
     def line(self):

@@ -114,6 +114,19 @@ def running_instances(run, template):
     return sorted(line.split()[0] for line in out.splitlines() if line.split())
 
 
+def main_pid_command(unit):
+    """The documented command that says a unit's main process id (0: none)."""
+    return ['systemctl', 'show', '-p', 'MainPID', '--value', unit]
+
+
+def main_pid(run, unit):
+    """``unit``'s main process id, or None when it has none (not running) or systemctl cannot
+    say. ``run(args)`` -> (rc, out, err). The one reader of this fact."""
+    rc, out, _err = run(main_pid_command(unit))
+    pid = out.strip() if rc == 0 else ''
+    return int(pid) if pid.isdigit() and pid != '0' else None
+
+
 UNIT_STATE_PROPS = ('LoadState', 'ActiveState', 'SubState', 'MainPID', 'NeedDaemonReload',
                     'FragmentPath', 'DropInPaths')
 
@@ -200,19 +213,12 @@ def cgroup_pids(path):
     return found
 
 
-def unit_main_pid(host, unit):
-    rc, out, _err = host.run_command(['systemctl', 'show', '-p', 'MainPID', '--value', unit],
-                                     environ_update=commands.c_env())
-    pid = out.strip() if rc == 0 else ''
-    return int(pid) if pid.isdigit() and pid != '0' else None
-
-
 def unit_busy(host, unit):
     """Why restarting ``unit`` now would disturb a workload, or '' when it is idle: processes
     besides its main one in its cgroup (a user manager: processes of its user services). The
     one helper for this fact (the restart policy of limits_profile and of the restart engine,
     systemd/restarts.py)."""
-    pid = unit_main_pid(host, unit)
+    pid = main_pid(lambda args: host.run_command(args, environ_update=commands.c_env()), unit)
     if pid is None:
         return ''
     directory = cgroup_dir(pid)

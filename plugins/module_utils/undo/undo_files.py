@@ -49,20 +49,13 @@ def read_text(path):
         raise changes.Failure(str(exc), dict(path=path), kind=exc.kind)
 
 
-def file_mode(path):
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        return 0o644
-
-
 def change(path, current, new, action, detail, backup=None, result=None):
     """A Change whose result says what the undo does (``undo``)."""
     result = dict(result or {}, path=path)
     result['undo'] = dict(action=action, detail=detail, backup=backup)
     return changes.Change(path, result, current, new,
                           changed=(new != current) and action != NOT_UNDONE,
-                          mode=file_mode(path))
+                          mode=safe_file.mode_of(path))
 
 
 def not_undone(path, current, detail, backup=None):

@@ -98,17 +98,21 @@ def test_writable_checks_the_nearest_existing_directory(tmp_path):
 
 
 def test_audit_rows_name_sources_fallbacks_and_gaps():
-    observed = {'login': {'limits': {'nofile': {'human': '1024:20000'}}},
+    observed = {'login': {'limits': {'nofile': {'human': '1024:20000', 'soft': 1024,
+                                                'hard': 20000}}},
                 'service': {'limits': {'nofile': {'human': '16384:16384'}}},
                 'docker': {'limits': {}}}
     expected = {'nofile': {'human': '16384:16384'}}
     gaps = [{'context': 'login', 'item': 'nofile', 'sides': ['soft', 'hard']}]
-    configured = {'login': {'nofile': {'soft_source': '', 'hard_source': '/etc/l.conf:3'}},
+    configured = {'login': {'nofile': {'soft_source': '', 'hard_source': '/etc/l.conf:3',
+                                       'soft': 1024, 'hard': 20000}},
                   'service': {'nofile': {'source': '/etc/s.conf', 'line': 4}}}
     rows = audit.rows(observed, expected, gaps, configured, ['nofile'])
     assert rows == [
         dict(context='login', item='nofile', actual='1024:20000', expected='16384:16384',
-             source='/etc/l.conf:3', gap='soft+hard', how='probed'),
+             source='/etc/l.conf:3', gap='soft+hard', how='probed',
+             advice='raise or remove /etc/l.conf:3 (it sets 1024:20000); limits_profile does '
+                    'not edit files it does not own'),
         dict(context='service', item='nofile', actual='16384:16384', expected='16384:16384',
              source='/etc/s.conf:4', gap='', how='probed'),
         dict(context='docker', item='nofile', actual='(none)', expected='16384:16384',

@@ -19,7 +19,7 @@ def test_the_two_vocabularies_come_from_the_records():
         'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'containerd_cri', 'podman',
         'slurm', 'crio']
     assert registry.PROBED == effective.CONTEXTS == [
-        'login', 'service', 'user_manager', 'docker', 'k8s_pod', 'podman', 'slurm_job']
+        'login', 'ssh', 'service', 'user_manager', 'docker', 'k8s_pod', 'podman', 'slurm_job']
     names = [c.name for c in registry.REGISTRY if c.name]
     probes = [c.probe for c in registry.REGISTRY if c.probe]
     assert len(set(names)) == len(names) and len(set(probes)) == len(probes)
@@ -60,6 +60,7 @@ def test_labels_of_planned_changes_belong_to_one_record():
 def test_audit_texts_and_targets_come_from_the_records():
     assert audit.FALLBACK == {
         'login': 'no limits line (inherited from the login service)',
+        'ssh': "sshd's own limits (its unit or the manager default)",
         'service': "systemd's built-in default",
         'user_manager': "the user manager's own limits",
         'docker': 'inherited from containerd',

@@ -1,0 +1,1 @@
+../../../tests/shared/test_tune_audit_agree.py
