@@ -146,17 +146,17 @@ def test_profile_missing_or_corrupt(host, quiet_timer):
 
 
 def test_audit_that_crashes_or_times_out(host, quiet_timer):
-    host.check_output('cp %s/audit.py /root/audit.py.saved' % CODE)
+    host.check_output('cp %s/run/audit.py /root/audit.py.saved' % CODE)
     dropin = '/run/systemd/system/%s.service.d' % UNIT
     try:
         since = time.time()
-        host.check_output("printf 'raise RuntimeError(\"injected crash\")\\n' > %s/audit.py"
+        host.check_output("printf 'raise RuntimeError(\"injected crash\")\\n' > %s/run/audit.py"
                           % CODE)
         assert run_watch(host) != 0
         assert_failure(host, since, 'crashed', 'RuntimeError: injected crash')
 
         since = time.time()
-        host.check_output("printf 'import time\\ntime.sleep(600)\\n' > %s/audit.py" % CODE)
+        host.check_output("printf 'import time\\ntime.sleep(600)\\n' > %s/run/audit.py" % CODE)
         exec_start = host.check_output('systemctl show -p ExecStart --value %s.service' % UNIT)
         argv = exec_start.split('argv[]=')[1].split(' ;')[0]
         argv = argv.replace('--timeout 60', '--timeout 3')
@@ -170,7 +170,7 @@ def test_audit_that_crashes_or_times_out(host, quiet_timer):
         assert host.run("pgrep -f 'gpufleet_limits_watch[.]py --child'").rc != 0
     finally:
         host.run('rm -rf %s && systemctl daemon-reload' % dropin)
-        host.check_output('cp /root/audit.py.saved %s/audit.py' % CODE)
+        host.check_output('cp /root/audit.py.saved %s/run/audit.py' % CODE)
     assert run_watch(host) == 0
 
 
