@@ -3,9 +3,8 @@ sources on the converged node, one layout per seed, and checks the audit and the
 them.
 
 For each layout: plant its sources (each lowers one context's item below the profile) and
-decoys (lines that must not matter), apply them (re-exec, restarts), then one
-ansible-playbook run (planted.yml) audits the node and runs limits_profile in check mode as
-the role calls it. Asserted: the gaps are exactly the planted (context, item) pairs; the
+decoys (lines that must not matter), apply them (re-exec, restarts), then audit the node and
+run limits_profile in check mode as the role calls it (two ``ansible`` runs at once). Asserted: the gaps are exactly the planted (context, item) pairs; the
 source of each gap names the planted file:line (no other planted file, never a decoy); the tune
 refuses naming a planted line when a source it refuses is planted, else passes. Then the test
 does what the audit says: the named line is changed (commented out; a daemon.json entry set to
@@ -23,12 +22,11 @@ import random
 import re
 import shlex
 import subprocess
-import tempfile
 import time
 
 import pytest
 
-from conftest import SCENARIO, UNIT, USER, node, output, snapshot, snapshot_diff
+from conftest import UNIT, USER, node, output, snapshot, snapshot_diff
 import scenario_support as support
 
 LAYOUTS = int(os.environ.get('PLANTED_LAYOUTS') or 30)
@@ -281,7 +279,8 @@ def apply_command(restart):
     steps = []
     if 'reexec' in restart:
         steps.append('systemctl daemon-reexec')
-    elif 'reload' in restart:
+    elif restart:
+        # a unit's files may have changed: always reload before a restart
         steps.append('systemctl daemon-reload')
     if 'user' in restart:
         steps.append('systemctl restart user@%d.service' % UID)
@@ -325,21 +324,28 @@ def existing_dirs(host, paths):
 
 
 def round_trip(host):
-    """The audit and the tune's check, in one ansible-playbook run: (audit, tune) results."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, 'round.json')
-        extra = {'planted_audit': AUDIT, 'planted_tune': TUNE, 'planted_out': out}
+    """The audit and the tune's check (limits_profile in check mode as the role calls it), two
+    ``ansible`` runs at once (both read-only): (audit, tune) results, each with ``failed``."""
+    procs = []
+    for module, args, check in (('limits_audit', AUDIT, False), ('limits_profile', TUNE, True)):
         command = support.ansible_command(host, [
-            'ansible-playbook', os.path.join(SCENARIO, 'planted.yml'), '-e', json.dumps(extra),
-            '--limit', host.backend.host])
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, check=False)
-        if not os.path.exists(out):
-            raise AssertionError('planted.yml failed (%d): %s' % (proc.returncode,
-                                                                  proc.stdout[-3000:]))
-        with open(out) as handle:
-            result = json.load(handle)
-    return result['audit'], result['tune']
+            'ansible', '-m', 'gpufleet.tuning.' + module, '-a', json.dumps(args),
+            '-e', 'ansible_python_interpreter=/usr/bin/python3'] + (['--check'] if check else [])
+            + [host.backend.host])
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK='minimal', ANSIBLE_NOCOLOR='1')
+        procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      universal_newlines=True, env=env))
+    results = []
+    for proc in procs:
+        out, err = proc.communicate()
+        match = re.search(r'^\S+ \| (SUCCESS|CHANGED|FAILED!) => ', out, re.M)
+        if not match:
+            raise AssertionError('ansible failed (%d): %s %s' % (proc.returncode, out[-3000:],
+                                                                  err[-3000:]))
+        result = json.JSONDecoder().raw_decode(out, match.end())[0]
+        result['failed'] = match.group(1) == 'FAILED!'
+        results.append(result)
+    return results[0], results[1]
 
 
 def act_command(actions):
@@ -391,14 +397,20 @@ def describe(seed, sources, decoys, plan):
     return '\n'.join(lines)
 
 
+TIMES = []
+# the restarts owed since the last layout put its files back (see the test's finally)
+PENDING = set()
+
+
 @pytest.fixture(scope='module')
 def clean_node(host):
-    """The converged node's watched files and extra directories, before any layout."""
+    """The converged node's watched files and extra directories, before any layout; at the
+    end, the restarts the last layout owes, and every service active again."""
     node(host, 'systemctl is-active user@%d.service docker.service %s' % (UID, UNIT))
-    return snapshot(host), output(host, 'ls -a %s 2>/dev/null; true' % ' '.join(EXTRA_DIRS))
-
-
-TIMES = []
+    yield snapshot(host), output(host, 'ls -a %s 2>/dev/null; true' % ' '.join(EXTRA_DIRS))
+    node(host, apply_command(PENDING | {'reexec', 'user', 'unit', 'docker'}))
+    PENDING.clear()
+    node(host, 'systemctl is-active user@%d.service docker.service %s' % (UID, UNIT))
 
 
 @pytest.mark.parametrize('seed', [SEED + i for i in range(LAYOUTS)],
@@ -412,14 +424,21 @@ def test_planted_sources_are_named_and_acting_on_them_closes_the_gaps(host, clea
     print('\n' + about)
     tar = '/root/planted-%d.tar' % seed
     dirs_before = existing_dirs(host, list(plan.new))
-    restart = set(plan.restart)
+    restart, steps = set(plan.restart), set()
+    marks = [('start', time.time())]
     try:
+        # what the last layout owes and this one does not restart goes first (a user manager
+        # restarted after this layout's PAM lines are in would take them: see family)
+        node(host, apply_command(PENDING - restart))
+        PENDING.clear()
         node(host, write_command(plan, tar))
         node(host, apply_command(restart))
+        marks.append(('plant', time.time()))
         audit, tune = round_trip(host)
+        marks.append(('round 1', time.time()))
         check_causes(sources, plan, audit, tune, about)
         # do what the audit says, for every gap: change the line it names, apply the context
-        actions, steps = [], set()
+        actions = []
         for row in audit['rows']:
             if not row['gap']:
                 continue
@@ -431,19 +450,26 @@ def test_planted_sources_are_named_and_acting_on_them_closes_the_gaps(host, clea
                 actions.append([path, line, row['item'], how])
             steps |= APPLY[row['context']]
         node(host, act_command(actions) + ' && ' + apply_command(steps))
+        marks.append(('act', time.time()))
         audit, tune = round_trip(host)
+        marks.append(('round 2', time.time()))
         gaps = [(r['context'], r['item'], r['actual'], r['source']) for r in audit['rows']
                 if r['gap']]
         assert not gaps, '%s\nafter acting on %s, gaps remain: %s' % (about, actions, gaps)
         assert not tune.get('failed'), '%s\nafter acting on %s the tune still refuses: %s' % (
             about, actions, tune.get('msg'))
     finally:
+        # the files go back now; the restarts that undo this layout run with the next
+        # layout's (one restart of each service, not two) or at the end (clean_node)
         node(host, restore_command(plan, tar, dirs_before))
-        node(host, apply_command(restart | {'reload'}))
+        PENDING.update(restart | steps | {'reload'})
         files, extra = clean_node
         now = snapshot(host)
         assert now == files, '%s\nnot restored: %s' % (about, snapshot_diff(files, now))
         assert output(host, 'ls -a %s 2>/dev/null; true' % ' '.join(EXTRA_DIRS)) == extra
+        marks.append(('restore', time.time()))
+        print('  times: ' + ', '.join('%s %.1f s' % (name, at - marks[i][1])
+                                      for i, (name, at) in enumerate(marks[1:])))
         TIMES.append(time.time() - started)
 
 
@@ -486,8 +512,15 @@ def check_causes(sources, plan, audit, tune, about):
     assert not any(p in msg for p in decoy_files), '%s\ntune names a decoy: %s' % (report, msg)
 
 
-def test_planted_layouts_took(host):
-    """The time the layouts took (CI keeps the whole run under an hour)."""
+def test_the_node_is_as_converged_after_the_layouts(host, clean_node):
+    """After the last layout (its restarts too): no gap, the tune passes, every watched file
+    as before. Prints the time the layouts took (CI keeps the whole run under an hour)."""
+    node(host, apply_command(PENDING | {'reexec', 'user', 'unit', 'docker'}))
+    PENDING.clear()
+    audit, tune = round_trip(host)
+    assert not [r for r in audit['rows'] if r['gap']], audit['table']
+    assert not tune['failed'], tune.get('msg')
+    assert snapshot(host) == clean_node[0]
     if TIMES:
         print('\nplanted causes: %d layouts in %.0f s (%.1f s each)'
               % (len(TIMES), sum(TIMES), sum(TIMES) / len(TIMES)))
