@@ -4,9 +4,10 @@ them.
 
 For each layout: plant its sources (each lowers one context's item below the profile) and
 decoys (lines that must not matter), apply them (re-exec, restarts), then audit the node and
-run limits_profile in check mode as the role calls it (two ``ansible`` runs at once). Asserted: the gaps are exactly the planted (context, item) pairs; the
-source of each gap names the planted file:line (no other planted file, never a decoy); the tune
-refuses naming a planted line when a source it refuses is planted, else passes. Then the test
+run limits_profile in check mode as the role calls it (two ``ansible`` runs at once).
+Asserted: the gaps are exactly the planted (context, item) pairs; the source of each gap
+names the planted file:line (no other planted file, never a decoy); the tune refuses naming a
+planted line when a source it refuses is planted, else passes. Then the test
 does what the audit says: the named line is changed (commented out; a daemon.json entry set to
 the profile; a --default-ulimit flag taken off the line) and the context's apply step
 (docs/contexts.md "after a change") runs; a second round must show no gap and a tune that
