@@ -333,12 +333,15 @@ def round_trip(host):
             'ansible', '-m', 'gpufleet.tuning.' + module, '-a', json.dumps(args),
             '-e', 'ansible_python_interpreter=/usr/bin/python3'] + (['--check'] if check else [])
             + [host.backend.host])
+        # plain JSON: no colours (molecule's verify sets ANSIBLE_FORCE_COLOR)
         env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK='minimal', ANSIBLE_NOCOLOR='1')
+        env.pop('ANSIBLE_FORCE_COLOR', None)
         procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       universal_newlines=True, env=env))
     results = []
     for proc in procs:
         out, err = proc.communicate()
+        out = re.sub(r'\x1b\[[0-9;]*m', '', out)
         match = re.search(r'^\S+ \| (SUCCESS|CHANGED|FAILED!) => ', out, re.M)
         if not match:
             raise AssertionError('ansible failed (%d): %s %s' % (proc.returncode, out[-3000:],
