@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen
 
 all: test
 
@@ -117,6 +117,21 @@ test-debian13: setup
 test-reliability: setup
 	molecule test -s reliability
 	tests/reliability/fleet_test.sh
+
+# The planted-causes generator of the reliability scenario alone, with more layouts
+# (docs/reliability.md): its own node (gpufleet-reliability-planted-causes), created, converged,
+# LAYOUTS layouts from SEED (default: from the clock; the run prints it), destroyed.
+# `make planted-causes LAYOUTS=200`; replay one layout: `make planted-causes SEED=N LAYOUTS=1`.
+LAYOUTS ?= 30
+SEED ?=
+PLANTED_DIR = $(CURDIR)/build/molecule/planted-causes
+planted-causes: setup
+	export MOLECULE_EPHEMERAL_DIRECTORY=$(PLANTED_DIR) GPUFLEET_NODE_SUFFIX=-planted-causes; \
+	molecule create -s reliability && molecule converge -s reliability && \
+	(cd molecule/reliability && ANSIBLE_CONFIG=$(PLANTED_DIR)/ansible.cfg \
+	  PLANTED_LAYOUTS=$(LAYOUTS) PLANTED_SEED=$(SEED) pytest -p no:cacheprovider -rxX \
+	  --connection=ansible --ansible-inventory=$(PLANTED_DIR)/inventory/ansible_inventory.yml \
+	  tests/test_planted_causes.py); rc=$$?; molecule destroy -s reliability; exit $$rc
 
 # Every node suite of CI in one run of LANES lanes: the scenarios on MOLECULE_DISTRO, the
 # reliability scenario and fleet test, the other generations, the demo check. Longest first

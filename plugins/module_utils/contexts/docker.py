@@ -249,7 +249,25 @@ class Docker(Context):
         return report is not None and bool(auditor.params.get(self.image_option))
 
     def configured(self, report):
-        return (report or {}).get('config', {}).get('default_ulimits') or {}
+        """daemon.json's ``default-ulimits``, and the ``--default-ulimit`` flags docker.service
+        passes to dockerd (file:line of its ExecStart): a flag decides a new container's value
+        as the key does (both at once stop dockerd: problems())."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            container_limits as ctl)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
+        found = dict((report or {}).get('config', {}).get('default_ulimits') or {})
+        for flag in (report or {}).get('unit_flags') or []:
+            if flag.get('key') != dj.ULIMITS_KEY:
+                continue
+            try:
+                item, limit = model.from_ulimit_string(flag.get('value'), flag.get('flag'))
+            except model.LimitError:
+                continue    # dockerd refuses the flag itself: the daemon does not run
+            # the last flag for a name wins (dockerd's NamedUlimitOpt)
+            found[item.name] = ctl.limits_result({item.name: limit},
+                                                 {item.name: flag['source']})[item.name]
+        return found
 
 
 CONTEXT = Docker()

@@ -77,10 +77,25 @@ class SystemdUser(Manager):
         return auditor.user in report['user_managers']
 
     def configured(self, report):
-        return (report or {}).get('manager', {}).get('configured') or {}
+        """user.conf's defaults, except where a ``Limit*=`` of user@.service caps the user
+        manager below them (``manager_unit_caps``): a user service then gets that hard limit
+        (soft clamped to it), and that line decides the value."""
+        found = dict((report or {}).get('manager', {}).get('configured') or {})
+        for cap in (report or {}).get('manager_unit_caps') or []:
+            entry = dict(found.get(cap['item']) or {})
+            soft = entry.get('soft')
+            entry.update(hard=cap['hard'], source=cap['path'], line=cap['line'],
+                         soft=cap['hard'] if soft is None or _above(soft, cap['hard']) else soft)
+            found[cap['item']] = entry
+        return found
 
 
 MANAGER_UNIT = 'user@.service'
+
+
+def _above(value, top):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+    return model.exceeds(value, top)
 
 
 def manager_unit_caps(wanted, root=''):
@@ -105,6 +120,7 @@ def manager_unit_caps(wanted, root=''):
         if model.exceeds(top, setting.limit.hard):
             caps.append(dict(
                 item=name, path=setting.path, line=setting.line, value=setting.text,
+                hard=setting.limit.hard,
                 reason='%s:%s: %s caps every user manager (%s) at hard %s %s, so its user '
                        'services cannot get %s %s' % (
                            setting.path, setting.line, setting.text, MANAGER_UNIT, name,
