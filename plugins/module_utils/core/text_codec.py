@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one text codec of the files this collection edits: UTF-8 with ``surrogateescape``, so
 that bytes that are not UTF-8 decode to text that encodes back to the very same bytes (lines we
-do not own stay byte for byte)."""
+do not own stay byte for byte); and how a place in a text is named (``path:line:col``)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -17,3 +17,15 @@ def decode_bytes(data):
 
 def encode_text(text):
     return text.encode('utf-8', 'surrogateescape')
+
+
+def line_col(text, pos):
+    """1-based (line, column) of character offset ``pos`` in ``text``."""
+    line = text.count('\n', 0, pos) + 1
+    col = pos - (text.rfind('\n', 0, pos) + 1) + 1
+    return line, col
+
+
+def place(path, text, pos):
+    """``path:line:col`` of character offset ``pos`` in ``text`` (the file at ``path``)."""
+    return '%s:%d:%d' % ((path,) + line_col(text, pos))

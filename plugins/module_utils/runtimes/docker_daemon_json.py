@@ -33,6 +33,7 @@ import re
 from collections import OrderedDict
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
@@ -54,13 +55,6 @@ class DaemonJsonError(errors.Error, ValueError):
 
 
 # --- daemon.json ----------------------------------------------------------------------------
-
-def line_col(text, pos):
-    """1-based (line, column) of character offset ``pos`` in ``text``."""
-    line = text.count('\n', 0, pos) + 1
-    col = pos - (text.rfind('\n', 0, pos) + 1) + 1
-    return line, col
-
 
 def parse(text, path=DAEMON_JSON):
     """daemon.json text -> OrderedDict. Empty or blank text is an empty object (dockerd agrees)."""
@@ -205,7 +199,7 @@ def where(text, keys, path=DAEMON_JSON):
     pos = key_positions(text).get(tuple(keys)) if text else None
     if pos is None:
         return path
-    return '%s:%d:%d' % ((path,) + line_col(text, pos))
+    return text_codec.place(path, text, pos)
 
 
 def read(path=DAEMON_JSON, root=''):

@@ -25,6 +25,10 @@ import re
 from collections import namedtuple
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
+# pylint: disable-next=unused-import
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.text_codec import (  # noqa: F401
+    line_col)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths
 
 DROPIN = runtime_paths.CONTAINERS_DROPIN
@@ -36,14 +40,7 @@ class TomlError(errors.Error, ValueError):
     kind = errors.UNPARSABLE
 
 
-def line_col(text, pos):
-    line = text.count('\n', 0, pos) + 1
-    col = pos - (text.rfind('\n', 0, pos) + 1) + 1
-    return line, col
-
-
-def _place(path, text, pos):
-    return '%s:%d:%d' % ((path,) + line_col(text, pos))
+_place = text_codec.place
 
 
 _HEADER_RE = re.compile(r'^[ \t]*(\[\[?)[ \t]*([^\]\n#]*?)[ \t]*(\]\]?)[ \t]*(?:#.*)?$')
