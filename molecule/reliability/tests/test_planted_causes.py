@@ -87,7 +87,7 @@ def layout(seed):
     docker = rng.choice(DOCKER_KINDS + (None,))
     pool = [k for k, (_c, fam) in sorted(KINDS.items()) if fam in (family, 'unit')]
     sources, slots = [], set()
-    for _ in range(rng.randint(2, 5)):
+    for _attempt in range(rng.randint(2, 5)):
         kind = rng.choice(pool)
         context = KINDS[kind][0]
         free = [i for i in ITEMS if (context, i) not in slots]
