@@ -380,9 +380,11 @@ for path, line, item, how in json.loads(sys.argv[1]):
 
 
 # the contexts' apply step after a change (docs/contexts.md, "after a change")
-APPLY = {'login': set(), 'service': {'reexec'}, 'user_manager': {'reload', 'user'},
+APPLY = {'login': set(), 'ssh': set(), 'service': {'reexec'}, 'user_manager': {'reload', 'user'},
          'unit:' + UNIT: {'reload', 'unit'}, 'docker': {'reload', 'docker'}}
 WHERE = re.compile(r'(/[\w@.\-/]+):(\d+)')
+# the contexts whose value a limits line decides (login sessions, SSH sessions)
+SESSIONS = ('login', 'ssh')
 
 
 def named(text):
@@ -446,8 +448,9 @@ def test_planted_sources_are_named_and_acting_on_them_closes_the_gaps(host, clea
         for row in audit['rows']:
             if not row['gap']:
                 continue
-            path, line = named(row['source'])[0] if row['context'] != 'login' else [
-                w for w in named(row['source']) if 'gpufleet-tuning' not in w[0]][0]
+            path, line = named(row['source'])[0] if row['context'] not in SESSIONS else [
+                w for w in named(row['source'])
+                if 'gpufleet-tuning' not in w[0] and not w[0].startswith('/etc/pam.d/')][0]
             how = ('flag' if path.startswith(DOCKER_DROPIN_DIR) else
                    'json' if path.endswith('.json') else 'comment')
             if [path, line, row['item'], how] not in actions:
@@ -477,10 +480,18 @@ def test_planted_sources_are_named_and_acting_on_them_closes_the_gaps(host, clea
         TIMES.append(time.time() - started)
 
 
+def reached(sources, audit):
+    """(context, source) for every context a planted source reaches: its own, and for a
+    limits line the SSH sessions too where the node's sshd runs pam_limits (the ssh probe)."""
+    probed = set(r['context'] for r in audit['rows'])
+    return [(s['context'], s) for s in sources] + [
+        ('ssh', s) for s in sources if s['context'] == 'login' and 'ssh' in probed]
+
+
 def check_causes(sources, plan, audit, tune, about):
     rows = dict(((r['context'], r['item']), r) for r in audit['rows'])
     gaps = sorted((r['context'], r['item']) for r in audit['rows'] if r['gap'])
-    planted = sorted(set((s['context'], s['item']) for s in sources))
+    planted = sorted(set((context, s['item']) for context, s in reached(sources, audit)))
     table = '\n'.join('  %s %s %s gap=%s | %s' % (r['context'], r['item'], r['actual'],
                                                   r['gap'], r['source'])
                       for r in audit['rows'] if r['gap'] or (r['context'], r['item']) in planted)
@@ -489,15 +500,15 @@ def check_causes(sources, plan, audit, tune, about):
     assert gaps == planted, '%s\ngaps %s, planted %s' % (report, gaps, planted)
     ours = set(plan.lines.values())
     decoy_files = set(plan.decoy_paths)
-    for s in sources:
-        row = rows[(s['context'], s['item'])]
+    for context, s in reached(sources, audit):
+        row = rows[(context, s['item'])]
         where = plan.lines[s['n']]
         names = named(row['source'])
         assert where in names, '%s\n%s %s: the audit does not name the planted %s:%d' % (
-            report, s['context'], s['item'], where[0], where[1])
+            report, context, s['item'], where[0], where[1])
         others = [w for w in names if w != where and (w in ours or w[0] in decoy_files)]
         assert not others, '%s\n%s %s names other planted lines %s' % (
-            report, s['context'], s['item'], others)
+            report, context, s['item'], others)
         assert 'not applied yet' not in row['source'], report
     for row in audit['rows']:
         assert not any(p in row['source'] for p in decoy_files), (

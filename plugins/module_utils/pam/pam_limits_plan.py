@@ -300,7 +300,7 @@ def find_conflicts(entries, files, target, replaced=None):
                     continue
                 klass = line.parsed_domain.klass if line.parsed_domain else None
                 if klass is not None and klass < wanted_class and wanted_class in (
-                        conf.CLASS_DEFAULT, conf.CLASS_GROUP):
+                        conf.CLASS_DEFAULT, conf.CLASS_GROUP) and gives_less(line, files, entry):
                     record = line.as_dict()
                     record.update({'entry': entry.as_dict(), 'kind': 'narrower',
                                    'reason': '%s (%s) overrides %s for the users it matches: '
@@ -313,6 +313,38 @@ def find_conflicts(entries, files, target, replaced=None):
     return conflicts, overrides
 
 
+def gives_less(line, files, entry):
+    """Whether a narrower ``line`` gives its users less than ``entry`` on a side it sets (a
+    soft value above the hard one counts as the hard one, as pam_limits clamps it): a narrower
+    line that gives as much or more keeps nobody below the profile (issue 32: root's own
+    ``nofile 16384`` line was reported as overriding a ``*`` 16384, "16384 instead of 16384").
+    A value that cannot be read counts as less."""
+    value = line.kernel_value()
+    for side in line.sides():
+        wanted = getattr(entry.limit, side)
+        if wanted is None:
+            continue
+        got = clamped_hard(line, files, entry) if side == 'soft' and line.type == 'soft' \
+            else None
+        if got is None or value is None or model.exceeds(got, value):
+            got = value
+        if got is None or model.compare(got, wanted) < 0:
+            return True
+    return False
+
+
+def clamped_hard(line, files, entry):
+    """The hard value a narrower soft-only line's users have: the domain's own hard line, else
+    the entry's."""
+    hard = entry.limit.hard
+    for limits_file in files:
+        for other in limits_file.lines:
+            if other.kind == 'entry' and other.domain == line.domain and \
+                    other.item == line.item and other.type in ('hard', '-'):
+                hard = other.kernel_value()
+    return hard
+
+
 def clamped_value(line, files, entry):
     """What a narrower soft-only line gives its users: pam_limits clamps a soft value above
     the hard one to it, and the hard one is the domain's own hard line or else the entry's
@@ -320,12 +352,7 @@ def clamped_value(line, files, entry):
     value = line.kernel_value()
     if line.type != 'soft' or value is None:
         return line.value
-    hard = entry.limit.hard
-    for limits_file in files:
-        for other in limits_file.lines:
-            if other.kind == 'entry' and other.domain == line.domain and \
-                    other.item == line.item and other.type in ('hard', '-'):
-                hard = other.kernel_value()
+    hard = clamped_hard(line, files, entry)
     if hard is None or not model.exceeds(value, hard):
         return line.value
     return '%s (its %s, clamped to the hard %s)' % (

@@ -300,14 +300,30 @@ def test_files_pam_limits_never_reads_are_listed(tmp_path):
 
 def test_a_narrower_soft_line_above_the_hard_one_is_said_clamped():
     """Issue 31 item 18: `@ml soft memlock unlimited` was warned as giving unlimited, but
-    pam_limits clamps a soft value to the hard one (the profile's 8192 here)."""
-    files = [conf.parse('@ml soft memlock unlimited\n', '/d/10-ml.conf')]
+    pam_limits clamps a soft value to the hard one: under the group's own hard 4096 it gives
+    4096, below the profile's 8192."""
+    files = [conf.parse('@ml soft memlock unlimited\n@ml hard memlock 4096\n', '/d/10-ml.conf')]
     _conflicts, overrides = plan.find_conflicts(
         entries({'domain': '*', 'item': 'memlock', 'value': 8192}), files, '/d/90-x.conf')
-    assert overrides[0]['reason'] == (
+    assert [o['reason'] for o in overrides] == [
         '/d/10-ml.conf:1 (group) overrides * for the users it matches: @ml gets soft memlock '
-        '8192 (its unlimited, clamped to the hard 8MiB) instead of 8192')
-    files = [conf.parse('@ml soft memlock unlimited\n@ml hard memlock unlimited\n', '/d/10-ml.conf')]
+        '4096 (its unlimited, clamped to the hard 4MiB) instead of 8192',
+        '/d/10-ml.conf:2 (group) overrides * for the users it matches: @ml gets hard memlock '
+        '4096 instead of 8192']
+
+
+def test_a_narrower_line_that_gives_as_much_or_more_is_no_override():
+    """Issue 32 (the tune and the audit agree): a narrower line that gives its users the
+    profile's value or more keeps nobody below it, so the tune names no cause there (it said
+    "root gets soft nofile 16384 instead of 16384"); clamped to the profile's own hard value,
+    an unlimited soft line gives exactly the profile."""
+    for text in ('root soft nofile 16384\nroot hard nofile 16384\n',
+                 'root - nofile 65536\n', '@ml soft nofile unlimited\n'):
+        _conflicts, overrides = plan.find_conflicts(
+            entries({'domain': '*', 'item': 'nofile', 'value': 16384}),
+            [conf.parse(text, '/d/10-x.conf')], '/d/90-x.conf')
+        assert overrides == [], text
     _conflicts, overrides = plan.find_conflicts(
-        entries({'domain': '*', 'item': 'memlock', 'value': 8192}), files, '/d/90-x.conf')
-    assert 'gets soft memlock unlimited instead' in overrides[0]['reason']
+        entries({'domain': '*', 'item': 'nofile', 'value': 16384}),
+        [conf.parse('root soft nofile 16383\n', '/d/10-x.conf')], '/d/90-x.conf')
+    assert [o['type'] for o in overrides] == ['soft']
