@@ -171,20 +171,23 @@ def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
     assert node['errors'] == []
     rows = dict(((r['context'], r['item']), r) for r in node['rows'])
     assert sorted(set(r['context'] for r in node['rows'])) == [
-        'docker', 'login', 'service', 'user_manager']
+        'docker', 'login', 'service', 'ssh', 'user_manager']
     login = rows[('login', 'nofile')]
     # the role kept the hard nofile logins had (PID 1's, above 18000 here): only soft is short
     hard = pid1_limit(host, 'nofile').hard
     assert login['actual'] == '16384:%d' % hard and login['expected'] == '18000:18000'
     assert login['gap'] == 'soft'
     assert login['source'].startswith(FILES[0] + ':')
+    # an SSH session gets what sshd's PAM stack (pam_limits) gives it: the same line
+    assert rows[('ssh', 'nofile')]['gap'] == 'soft'
+    assert FILES[0] + ':' in rows[('ssh', 'nofile')]['source']
     assert rows[('service', 'nofile')]['source'].startswith(FILES[1] + ':')
     assert rows[('user_manager', 'nproc')]['source'].startswith(FILES[2] + ':')
     assert rows[('docker', 'memlock')]['source'].startswith(FILES[3] + ':')
     assert rows[('docker', 'nproc')]['gap'] == ''
     # a new container kept containerd's limits (PID 1's hard, soft too): no gap there
     assert sorted(set((g['context'], g['item']) for g in node['gaps'])) == [
-        ('login', 'nofile'), ('service', 'nofile'), ('user_manager', 'nofile')]
+        ('login', 'nofile'), ('service', 'nofile'), ('ssh', 'nofile'), ('user_manager', 'nofile')]
     assert '| %s | login | nofile | 16384:%d | 18000:18000 | **soft** | %s:' % (
         host.backend.host, hard, FILES[0]) in markdown
     assert 'host' in proc.stdout and '18000:18000' in proc.stdout
@@ -223,7 +226,7 @@ def test_audit_marks_each_context_where_a_job_does_not_fit(host, tmp_path):
     assert sorted((s['context'], s['item'], s['need'], s['have'], s['short_by'])
                   for s in fit['shortfalls']) == sorted(
         [(context, 'nofile', 20080, 16384, 3696)
-         for context in ('login', 'service', 'user_manager')]
+         for context in ('login', 'service', 'ssh', 'user_manager')]
         + ([('docker', 'nofile', 20080, docker, 20080 - docker)] if docker < 20080 else []))
     assert fit['fits'] == [] and fit['beyond_kernel'] is None
     assert '## Job fit' in markdown
