@@ -139,6 +139,7 @@ def check_tune_and_audit_agree(host):
     (check mode says it would change the node; the audit says no limits line sets the item).
     Leaves the node as it found it."""
     _node(host, 'id %s || useradd -m -s /bin/sh %s' % (AGREE_USER, AGREE_USER))
+    uid = _node(host, 'id -u %s' % AGREE_USER).strip()
     try:
         profile = {'nofile': 4096}
         _node(host, "printf '%%s\\n' '%s soft nofile 2048' '%s hard nofile 2048' > %s"
@@ -164,4 +165,11 @@ def check_tune_and_audit_agree(host):
             (writes, causes), gaps = tune_and_audit(host, profile)
             assert not writes and gaps == {}, (writes, causes, gaps)
     finally:
-        host.run('rm -f %s %s; userdel -r %s' % (AGREE_FILE, AGREE_PAM_PATH, AGREE_USER))
+        # the audit's probes start the user's manager (a session, a user service): it goes
+        # before the user does, or a later restart of the running user managers meets a
+        # manager whose user is gone (the undo test's did: "A dependency job failed")
+        host.run('rm -f %s %s; loginctl terminate-user %s; systemctl stop user@%s.service '
+                 'user-runtime-dir@%s.service; pkill -KILL -u %s; userdel -r %s'
+                 % (AGREE_FILE, AGREE_PAM_PATH, AGREE_USER, uid, uid, uid, AGREE_USER))
+        assert host.run('id -u %s' % AGREE_USER).rc != 0
+        assert host.run('systemctl is-active --quiet user@%s.service' % uid).rc != 0
