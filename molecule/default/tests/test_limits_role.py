@@ -339,10 +339,23 @@ def test_audit_names_real_sources_and_shows_what_is_pending_or_misread(host, tmp
                                             TYPO_LINES))
     try:
         proc, node, markdown = run_audit(host, tmp_path, EXPECTED_PROFILE)
+        rows = dict(((r['context'], r['item']), r) for r in node['rows'])
+        # issue 32: each advice, acted on, changes the value: the named re-exec applies the
+        # drop-in (a new service then gets its 4096, and the drop-in is what the audit names);
+        # the line pam_limits cannot apply, removed, gives logins the profile again
+        assert rows[('service', 'nofile')]['advice'] == 'systemctl daemon-reexec'
+        assert rows[('login', 'nofile')]['advice'].startswith('change %s:1' % GPU_LINES)
+        host.check_output('systemctl daemon-reexec && rm -f %s' % GPU_LINES)
+        _proc, after, _markdown = run_audit(host, tmp_path, EXPECTED_PROFILE)
+        acted = dict(((r['context'], r['item']), r) for r in after['rows'])
+        assert acted[('service', 'nofile')]['actual'] == '4096:4096', acted
+        assert acted[('service', 'nofile')]['advice'].startswith(
+            'raise or remove %s:2 (it sets 4096:4096)' % SITE_DROPIN), acted
+        assert acted[('login', 'nofile')]['gap'] == '', acted
     finally:
-        host.check_output('rm -f %s %s %s' % (SITE_DROPIN, GPU_LINES, TYPO_LINES))
+        host.check_output('rm -f %s %s %s && systemctl daemon-reexec'
+                          % (SITE_DROPIN, GPU_LINES, TYPO_LINES))
     assert proc.returncode == 0, proc.stdout
-    rows = dict(((r['context'], r['item']), r) for r in node['rows'])
     login = rows[('login', 'nofile')]
     assert login['source'].startswith('not the limits files: they give 16384:30000'), login
     assert 'pam_limits could not apply %s:1 (hard nofile 30000' % GPU_LINES in login['source']

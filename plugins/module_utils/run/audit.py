@@ -146,7 +146,7 @@ def advice_for(context, configured, actual=None, blocked=None, pending=None,
     values than the process gets and nothing says why (no advice without evidence)."""
     configured = configured or {}
     if pending:
-        return pending[0].upper() + pending[1:]
+        return pending
     if context == 'login' and blocked and actual is not None and (
             configured.get('soft'), configured.get('hard')) != (actual.get('soft'),
                                                                 actual.get('hard')):

@@ -8,7 +8,7 @@ PAM_TARGET = '/etc/security/limits.d/90-gpufleet-tuning.conf'
 def test_a_setting_not_applied_yet_is_its_action():
     assert audit.advice_for('service', dict(soft=4096, hard=4096, source='/etc/x.conf', line=2),
                             dict(soft=1024, hard=4096), pending='systemctl daemon-reexec') == \
-        'Systemctl daemon-reexec'
+        'systemctl daemon-reexec'
 
 
 def test_a_line_that_sets_the_value_is_named_with_what_it_sets():
