@@ -12,8 +12,6 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import outcome
 
 
@@ -23,10 +21,8 @@ def limits_failure_table(gaps, profile_result, pending=None):
     if not isinstance(gaps, list):
         raise AnsibleFilterError('limits_failure_table expects the verification\'s gaps, got %s'
                                  % type(gaps).__name__)
-    if not gaps:
-        return ''
-    found = gap_sources.sources(gaps, profile_result if isinstance(profile_result, dict) else {})
-    return effective.gap_table(gaps, list(pending or []), found)
+    return outcome.failure_table(gaps, profile_result if isinstance(profile_result, dict) else {},
+                                 pending or ())
 
 
 def limits_outcome(profile_result, after=None, rollback='never', check_mode=False,

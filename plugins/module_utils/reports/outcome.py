@@ -125,6 +125,15 @@ def _pair(limit):
     return '%s:%s' % ((limit or {}).get('soft'), (limit or {}).get('hard'))
 
 
+def failure_table(gaps, profile, pending=()):
+    """The verification's ``gaps`` as the table context x item -> expected / actual / below /
+    source (each row's cause: gap_sources), '' without gaps; ``pending``: the contexts whose
+    restart the policy deferred (marked so). The limits_failure_table filter's too."""
+    if not gaps:
+        return ''
+    return probe_results.gap_table(gaps, list(pending), gap_sources.sources(gaps, profile or {}))
+
+
 def failure(profile, found, after, rollback='never', user=''):
     """The failure message of a failed verification: login sessions that get less than before
     (the silent pam_limits fallback), the contexts that miss the profile with each row's
@@ -142,8 +151,7 @@ def failure(profile, found, after, rollback='never', user=''):
                               for r in regressions)))
     if found['failed_contexts']:
         gaps = after.get('gaps') or []
-        table = probe_results.gap_table(gaps, found['pending'],
-                                        gap_sources.sources(gaps, profile)) if gaps else ''
+        table = failure_table(gaps, profile, found['pending'])
         waiting = _unique(e['context'] for e in found['pending_gaps'] + found['pending_errors'])
         notes = []
         if waiting:
