@@ -297,9 +297,8 @@ def apply_command(restart):
 
 
 # After a re-exec and restarts: no job of the system manager left, and the user's manager
-# (restarted) done starting, so that the audit that follows meets one manager, not the one
-# going and the one coming (a CI run once probed a transient service that still had the old
-# manager's defaults while `systemctl --user show` answered with the new ones).
+# (restarted) done starting, before the audit that follows. (A CI run once read a user
+# service's limits before its exec, the manager's own: fixed in the probe, run/effective.py.)
 SETTLE = ("timeout 60 sh -c 'while [ -n \"$(systemctl list-jobs --no-legend)\" ]; do "
           "sleep 0.1; done' && { runuser -u %s -- env XDG_RUNTIME_DIR=/run/user/%d timeout 60 "
           "systemctl --user is-system-running --wait >/dev/null || true; }" % (USER, UID))

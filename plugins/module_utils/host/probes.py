@@ -24,6 +24,22 @@ def service_command(user):
             'cat', '/proc/self/limits']
 
 
+#: the program of the user manager's probe service (its comm once the manager exec'd it)
+USER_PROBE_PROGRAM = 'sleep'
+
+
+def has_exec(pid, program):
+    """Has process ``pid`` exec'd ``program`` (its comm, /proc/PID/comm)? A service's main
+    process is the manager's fork until then, with the manager's own limits: systemd applies
+    the unit's ``Limit*=`` in the child just before the exec, and a plain transient service's
+    start job completes at the fork. False when the process is gone."""
+    try:
+        with open('/proc/%s/comm' % pid) as handle:
+            return handle.read().strip() == program[:15]
+    except (IOError, OSError):
+        return False
+
+
 def user_probe_commands(user, uid, unit):
     """(start, main pid, stop) commands of a transient service of ``user``'s user manager.
 
@@ -31,7 +47,7 @@ def user_probe_commands(user, uid, unit):
     transient service is started and its /proc/MAINPID/limits read instead.
     """
     return (commands.as_user(user, uid, ['systemd-run', '--user', '--quiet', '--collect',
-                                         '--unit=%s' % unit, 'sleep', '120']),
+                                         '--unit=%s' % unit, USER_PROBE_PROGRAM, '120']),
             commands.as_user(user, uid, ['systemctl', '--user', 'show', '-p', 'MainPID',
                                          '--value', unit]),
             commands.as_user(user, uid, ['systemctl', '--user', 'stop', unit]))

@@ -173,6 +173,14 @@ class Prober(object):
             pid = self.run(show).strip()
             if not pid.isdigit() or pid == '0':
                 raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
+            # read its limits once it runs its program, not while it is the manager's fork
+            # (a loaded node showed the manager's own limits there: CI, seed 40443002)
+            deadline = time.time() + self.timeout
+            while not probes.has_exec(pid, probes.USER_PROBE_PROGRAM):
+                if time.time() > deadline:
+                    raise ProbeError('the probe service %s of %s did not start %s within %d s'
+                                     % (unit, user, probes.USER_PROBE_PROGRAM, self.timeout))
+                time.sleep(0.01)
             return self.pid_limits(pid, 'user_manager')
         finally:
             self.execute(stop)

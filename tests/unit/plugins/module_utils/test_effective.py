@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -197,3 +198,23 @@ def test_module_regressions_against_a_baseline(tmp_path):
     result = run_module(tmp_path, {'contexts': ['login'], 'baseline': baseline,
                                    'expect': {'nofile': {'hard': nofile['hard']}}})
     assert result['regressions'] == []
+
+
+def test_user_probe_waits_for_the_exec_of_its_program():
+    """A service's main process is the manager's fork (the manager's own limits) until it
+    exec's its program: has_exec tells the two apart on real processes."""
+    proc = subprocess.Popen(['sh', '-c', 'read line; exec %s 30' % probes.USER_PROBE_PROGRAM],
+                            stdin=subprocess.PIPE)
+    try:
+        assert not probes.has_exec(proc.pid, probes.USER_PROBE_PROGRAM)   # still sh
+        proc.stdin.write(b'go\n')
+        proc.stdin.flush()
+        for _ in range(500):
+            if probes.has_exec(proc.pid, probes.USER_PROBE_PROGRAM):
+                break
+            time.sleep(0.01)
+        assert probes.has_exec(proc.pid, probes.USER_PROBE_PROGRAM)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not probes.has_exec(proc.pid, probes.USER_PROBE_PROGRAM)      # gone
