@@ -513,7 +513,9 @@ def main():
     result['units'] = [c[len(registry.UNIT_PREFIX):] for c, _change in planned
                        if c.startswith(registry.UNIT_PREFIX)]
     # a template (train@.service) cannot be probed itself: its instances are pending
-    result['probe_units'] = [u for u in result['units'] if not sdpaths.is_template(u)]
+    # nor a slice (the pids user-.slice drop-in): no main process
+    result['probe_units'] = [u for u in result['units']
+                             if not sdpaths.is_template(u) and not u.endswith('.slice')]
     pam = run.check_overrides(module, params, result, planned)
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)
