@@ -112,8 +112,9 @@ def _read(path):
 def chain_of(cgroup, root=CGROUP_ROOT, v1=None):
     """Chain of cgroup path ``cgroup`` read under ``root`` (the host's view). ``v1``: the pids
     hierarchy is root/pids (None: when that directory exists)."""
-    base = os.path.join(root, 'pids') if (v1 if v1 is not None else
-                                           os.path.isdir(os.path.join(root, 'pids'))) else root
+    if v1 is None:
+        v1 = os.path.isdir(os.path.join(root, 'pids'))
+    base = os.path.join(root, 'pids') if v1 else root
     limits, path = [], cgroup.rstrip('/')
     current = None
     try:
@@ -126,8 +127,8 @@ def chain_of(cgroup, root=CGROUP_ROOT, v1=None):
         except (IOError, OSError):
             text = None
         if text is not None:
-            limits.append((path or '/', pids_model.parse_pids_max(text, base + path
-                                                                 + '/pids.max')))
+            where = base + path + '/pids.max'
+            limits.append((path or '/', pids_model.parse_pids_max(text, where)))
         if not path:
             break
         path = path.rsplit('/', 1)[0]

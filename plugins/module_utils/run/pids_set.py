@@ -78,8 +78,8 @@ class Pids(object):
         if not wanted or not sdlive.systemd_running():
             return []
         dropin = request.dropin or pids_plan.sdpaths.DROPIN_NAME
-        return [(SLICE_LABEL, lambda: pids_plan.plan_user_slice(self.value, self.kernel_max,
-                                                                 dropin))]
+        return [(SLICE_LABEL,
+                 lambda: pids_plan.plan_user_slice(self.value, self.kernel_max, dropin))]
 
     def post(self, label, change):
         """``change`` (a context's planned drop-in) with the pids setting it can carry. With a
