@@ -58,9 +58,7 @@ def verify_request(module, params, result):
                              'out (nothing was written)' % key, **result)
     asked.update(
         contexts=[p['probe'] for p in result['probes'] if not p['image'] or asked.get(p['image'])],
-        units=result['probe_units'], baseline=None,
-        # pids is no rlimit: the probes compare the rlimits (the audit shows pids.max)
-        expect=dict((k, v) for k, v in params['profile'].items() if k != 'pids'))
+        units=result['probe_units'], expect=params['profile'], baseline=None)
     try:
         return effective.validated(asked, 'verify')
     except effective.ProbeFailure as exc:

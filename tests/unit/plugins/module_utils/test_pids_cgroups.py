@@ -211,3 +211,20 @@ def test_job_fit_names_the_short_contexts():
             dict(context='service', pids=dict(effective='max'))]
     assert pids_audit.job_fit(1000, rows) == [dict(context='login', item='pids', need=1000,
                                                    have=300, short_by=700)]
+
+
+def test_effective_checks_pids_in_expect_and_compares_the_rlimits_only():
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+    import pwd
+    user = pwd.getpwuid(os.getuid()).pw_name
+    params = dict(contexts=['login'], docker_image=None, podman_image=None, pod_image=None,
+                  user=user, expect={'nofile': 1024, 'pids': '33%'})
+    for record in effective.registry.REGISTRY:
+        if record.image_option:
+            params.setdefault(record.image_option, None)
+    expected, _uid = effective.checked(params)
+    assert sorted(expected) == ['nofile']
+    params['expect'] = {'pids': 'lots'}
+    with pytest.raises(effective.ProbeFailure) as info:
+        effective.checked(params)
+    assert info.value.msg.startswith('expect.pids: ')
