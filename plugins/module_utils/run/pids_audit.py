@@ -31,8 +31,9 @@ ITEM = pids_model.NAME
 CONTAINER_DEFAULT = {
     'docker': 'the container\'s own cgroup: docker run --pids-limit (dockerd has no daemon-wide '
               'default pids limit; none is set unless the run asks)',
-    'podman': 'the container\'s own cgroup: Podman\'s built-in pids_limit (2048 from Podman 4.4, '
-              '4096 before; containers.conf(5)), no containers.conf sets pids_limit',
+    'podman': 'the container\'s own cgroup: Podman\'s built-in pids_limit (2048: '
+              '/usr/share/containers/containers.conf of Podman 4.3.1 says so), no containers.conf '
+              'sets pids_limit',
 }
 _USER_SLICE = re.compile(r'^user-(\d+)\.slice$')
 
@@ -129,7 +130,7 @@ def source_of(context, chain, kernel_max, root=''):
             if where:
                 return '%s (pids_limit = %s)' % (where, value), _owner(where)
         if context in CONTAINER_DEFAULT:
-            return CONTAINER_DEFAULT[context], ''
+            return CONTAINER_DEFAULT[context], ('ours' if context == 'podman' else '')
         return 'the cgroup %s (no systemd unit: set by whoever created it)' % decides, ''
     found = tasks_max.unit_tasks_max(unit, root)
     if found.where:
@@ -163,19 +164,21 @@ def _owner(where):
 def advice_for(context, owner, source):
     """What closes a gap, from the evidence only."""
     where = source.split(' (', 1)[0]
-    if owner == 'theirs' and os.path.basename(where.split(':', 1)[0]) > sdpaths.DROPIN_NAME:
+    path = where.split(':', 1)[0]
+    if owner == 'theirs' and os.path.dirname(path).endswith('.d') and \
+            os.path.basename(path) > sdpaths.DROPIN_NAME:
         return ('raise or remove %s: it is read after the drop-in limits_profile writes, which '
                 'cannot override it' % where)
     if owner == 'theirs':
         return ('run limits_profile with pids in the profile: its drop-in %s is read after %s; '
                 'or raise that line' % (sdpaths.DROPIN_NAME, where))
+    if owner == 'ours' and context == 'podman':
+        return 'run limits_profile with pids in the profile and contexts: [podman]'
     if owner == 'ours':
         return 'run limits_profile: %s, the file it writes, holds another value' % (
             source.split(' (', 1)[0])
-    if context in CONTAINER_DEFAULT:
-        return ('run limits_profile with pids in the profile and contexts: [podman]'
-                if context == 'podman' else
-                'start the container with --pids-limit (dockerd has no default to set)')
+    if context == 'docker':
+        return 'start the container with --pids-limit (dockerd has no default to set)'
     return 'run limits_profile with pids in the profile'
 
 

@@ -9,7 +9,8 @@ same engine (systemd/restarts.py), all or nothing:
 * ``unit:NAME``: ``TasksMax=`` in the unit's drop-in;
 * ``pam`` or ``systemd_user`` (login sessions, user services): a ``user-.slice`` drop-in,
   planned as ``unit:user-.slice`` (a daemon-reload applies it to running slices);
-* Podman, Docker, CRI-O and the kubelet: not written here (docs/limit-model.md, pids).
+* ``podman``: ``pids_limit`` in its containers.conf drop-in;
+* Docker (no daemon-wide default), CRI-O and the kubelet: not written (docs/limit-model.md).
 
 Private to the collection."""
 from __future__ import absolute_import, division, print_function
@@ -24,6 +25,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pid
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 
 SLICE_LABEL = registry.UNIT_PREFIX + pids_plan.USER_SLICE
+#: Podman's own pids_limit where no containers.conf sets one (the commented default of
+#: /usr/share/containers/containers.conf, Podman 4.3.1 on Debian 12)
+PODMAN_DEFAULT = 2048
 
 
 def split(profile):
@@ -40,8 +44,9 @@ def split(profile):
 
 def carries(context):
     """Does ``context`` write a drop-in that pids needs when the profile has nothing else
-    (the system manager's, the units')?"""
-    return context.name == 'systemd_system' or context is registry.owner(registry.UNIT_PREFIX)
+    (the system manager's, the units', Podman's)?"""
+    return context.name in ('systemd_system', 'podman') or context is registry.owner(
+        registry.UNIT_PREFIX)
 
 
 class Pids(object):
@@ -93,6 +98,8 @@ class Pids(object):
                     change.result[flag] = False
             if 'restart_required' in change.result:
                 change.result['restart_required'] = []
+        if label == 'podman':
+            return self.add_podman(change)
         if label == 'systemd_system':
             return pids_plan.add_default(change, self.value, self.kernel_max, self.live_default())
         if label.startswith(registry.UNIT_PREFIX) and label != SLICE_LABEL:
@@ -108,3 +115,38 @@ class Pids(object):
             return found.value
         return self.live_default() or pids_model.TasksMax(
             permyriad=pids_model.SYSTEMD_DEFAULT_PERMYRIAD)
+
+    def add_podman(self, change, root=''):
+        """The Podman drop-in ``change`` with ``pids_limit`` when what Podman gives a new
+        container now (the last containers.conf that sets it, else its built-in 2048) is
+        below the profile. A percentage is resolved on this node; infinity is -1 (no limit,
+        as ``podman run --pids-limit=-1``). Podman reads it at each container start: nothing
+        to restart."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
+        if change.new is None and change.current is not None:
+            return change
+        wanted = self.value.resolve(self.kernel_max)
+        text, where = pids_audit.podman_pids_limit(root)
+        now = PODMAN_DEFAULT
+        if where:
+            try:
+                number = int(text)
+            except ValueError:
+                raise changes.Failure('%s: pids_limit = %s is no number (Podman refuses the '
+                                      'file)' % (where, text))
+            now = pids_model.UNLIMITED if number <= 0 else number
+        info = dict(key='pids_limit', wanted=pids_model.human(wanted),
+                    before=pids_model.human(now), source=where)
+        if wanted is not None and pids_model.below(now, wanted):
+            rendered = '-1' if wanted == pids_model.UNLIMITED else str(wanted)
+            try:
+                new = containers_conf.set_values(change.new or '', containers_conf.TABLE,
+                                                 {'pids_limit': rendered}, change.path)
+            except containers_conf.TomlError as exc:
+                raise changes.Failure(str(exc))
+            info['written'] = rendered
+            change.new = new
+            change.changed = change.new != change.current
+        change.result['pids'] = info
+        return change

@@ -228,3 +228,34 @@ def test_effective_checks_pids_in_expect_and_compares_the_rlimits_only():
     with pytest.raises(effective.ProbeFailure) as info:
         effective.checked(params)
     assert info.value.msg.startswith('expect.pids: ')
+
+
+def test_podman_pids_limit_written_only_below_the_profile(tmp_path, monkeypatch):
+    monkeypatch.delenv('CONTAINERS_CONF', raising=False)
+    root = str(tmp_path)
+    path = '/etc/containers/containers.conf.d/90-gpufleet-tuning.conf'
+    pids_state = pids_set.Pids(T(count=8192), None)
+    pids_state.kernel_max = 192724
+    # no file sets it: Podman's own 2048 is below 8192
+    change = pids_state.add_podman(changes.Change(path, {}, None, '[containers]\n'), root)
+    assert change.new == '[containers]\npids_limit = 8192\n'
+    assert change.result['pids']['before'] == '2048'
+    # a file sets more: nothing written, its place named
+    write(tmp_path, '/etc/containers/containers.conf', '[containers]\npids_limit = 16384\n')
+    change = pids_state.add_podman(changes.Change(path, {}, None, '[containers]\n'), root)
+    assert change.new == '[containers]\n'
+    assert change.result['pids']['source'] == '/etc/containers/containers.conf:2:14'
+    # 0 or -1 is no limit; infinity in the profile is written as -1
+    write(tmp_path, '/etc/containers/containers.conf', '[containers]\npids_limit = 100\n')
+    pids_state.value = pids.INFINITY
+    change = pids_state.add_podman(changes.Change(path, {}, None, '[containers]\n'), root)
+    assert change.new == '[containers]\npids_limit = -1\n'
+    write(tmp_path, '/etc/containers/containers.conf', '[containers]\npids_limit = "x"\n')
+    with pytest.raises(changes.Failure, match='containers.conf:2:14: pids_limit'):
+        pids_state.add_podman(changes.Change(path, {}, None, '[containers]\n'), root)
+
+
+def test_advice_for_a_main_file_is_not_a_later_dropin():
+    source = '/etc/containers/containers.conf:2:14 (pids_limit = 100)'
+    assert pids_audit.advice_for('podman', 'theirs', source).startswith(
+        'run limits_profile with pids')
