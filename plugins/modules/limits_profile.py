@@ -55,8 +55,9 @@ options:
         the units' drop-ins and, for C(pam) or C(systemd_user) (login sessions, user services),
         a C(user-.slice) drop-in (C(unit:user-.slice)), each only where the node gives less;
         the slice drop-in then takes the highest value any user's slice has. A
-        C(daemon-reload) applies them. Podman, Docker, CRI-O and the kubelet are audited, not
-        written (docs/limit-model.md).
+        C(daemon-reload) applies them. C(podman) gets C(pids_limit) in its drop-in the same
+        way. Docker (no daemon-wide default), CRI-O and the kubelet are not written
+        (docs/limit-model.md).
       - A plain value (or C(value)) is a minimum. Each context gets at least that soft and
         hard limit, and keeps any higher soft or hard limit it has now (the limits lines and
         the hard limit logins inherit, the managers' files or running defaults, a unit's
