@@ -48,7 +48,7 @@ options:
         forms of M(gpufleet.tuning.limits_profile).
       - C(pids) (the cgroup C(pids.max), a number, C(infinity) or a percentage as systemd writes it) adds one row per
         context (C(login), C(service), C(user_manager), C(docker), C(podman) and the units) with the C(pids.max) that
-        governs a new process there (the smallest over its cgroup and every ancestor: RV(rows) C(cgroup) is the one
+        governs a new process there (the smallest over its cgroup and every ancestor; RV(rows) C(cgroup) is the one
         that decides, C(pids) the chain), the file:line that sets it and the gap; RV(pids) sums them up.
     type: dict
     required: true
@@ -222,7 +222,7 @@ pids:
   description:
     - With C(pids) in O(profile), the profile's value (C(expected), as systemd writes it), the kernel's limit the
       percentages resolve against (C(kernel_tasks_max), systemd's system_tasks_max), the contexts whose C(pids.max)
-      is below it (C(gaps), with their source), the probed contexts the pids probe does not cover (C(not_covered):
+      is below it (C(gaps), with their source), the probed contexts the pids probe does not cover (C(not_covered), such as
       ssh, slurm_job, k8s_pod) and, with O(job) whose demand has C(pids), C(shortfalls).
   returned: success, when O(profile) has pids
   type: dict

@@ -48,16 +48,11 @@ options:
         size items, minutes for C(cpu)); C(unlimited)/C(infinity)/C(-1) mean unlimited.
       - Every context gets every item; an item a context cannot express (C(maxlogins) for
         systemd or Docker) is refused, naming the context.
-      - C(pids) is the cgroup C(pids.max), no rlimit (no limits.conf line, ulimit or
-        C(Limit*=) gets it): a number of tasks, C(infinity), or a percentage of the kernel's
-        limit in systemd's grammar (C(25%), C(12.5%)); never below 1024. It writes
-        C(DefaultTasksMax=) in the system manager's drop-in (C(systemd_system)), C(TasksMax=) in
-        the units' drop-ins and, for C(pam) or C(systemd_user) (login sessions, user services),
-        a C(user-.slice) drop-in (C(unit:user-.slice)), each only where the node gives less;
-        the slice drop-in then takes the highest value any user's slice has. A
-        C(daemon-reload) applies them. C(podman) gets C(pids_limit) in its drop-in the same
-        way. Docker (no daemon-wide default), CRI-O and the kubelet are not written
-        (docs/limit-model.md).
+      - C(pids) is the cgroup C(pids.max), no rlimit (docs/limit-model.md), a number of tasks
+        (never below 1024), C(infinity), or a percentage of the kernel's limit as systemd
+        writes it (C(25%)). Written as C(DefaultTasksMax=) (C(systemd_system)), C(TasksMax=)
+        (units), a C(user-.slice) drop-in (C(pam), C(systemd_user)) and Podman's
+        C(pids_limit), each only where the node gives less.
       - A plain value (or C(value)) is a minimum. Each context gets at least that soft and
         hard limit, and keeps any higher soft or hard limit it has now (the limits lines and
         the hard limit logins inherit, the managers' files or running defaults, a unit's
