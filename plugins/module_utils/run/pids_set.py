@@ -150,3 +150,21 @@ class Pids(object):
             change.changed = change.new != change.current
         change.result['pids'] = info
         return change
+
+
+def undo_plans(request):
+    """limits_profile ``state=absent``: the ``user-.slice`` drop-in removed (with ``pam`` or
+    ``systemd_user`` asked), owing a daemon-reload. The other pids settings live in the
+    drop-ins their contexts remove."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+    if not set(request.contexts) & set(('pam', 'systemd_user')):
+        return []
+    path = pids_plan.slice_dropin(request.dropin or pids_plan.sdpaths.DROPIN_NAME)
+
+    def plan():
+        found = undo_files.remove_owned(undo_files.ROOT + path, 'drop-in')
+        if found is not None:
+            found.result.update(reexec_required=False, daemon_reload_required=True,
+                                restart_required=[])
+        return found
+    return [(SLICE_LABEL, plan)]

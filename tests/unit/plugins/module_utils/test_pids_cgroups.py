@@ -259,3 +259,16 @@ def test_advice_for_a_main_file_is_not_a_later_dropin():
     source = '/etc/containers/containers.conf:2:14 (pids_limit = 100)'
     assert pids_audit.advice_for('podman', 'theirs', source).startswith(
         'run limits_profile with pids')
+
+
+def test_state_absent_removes_the_user_slice_dropin(tmp_path, monkeypatch):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+    monkeypatch.setattr(undo_files, 'ROOT', str(tmp_path))
+    request = Request({}, {}, ['pam'], dropin='90-gpufleet-tuning.conf')
+    [(label, plan)] = pids_set.undo_plans(request)
+    assert label == 'unit:user-.slice' and plan() is None          # nothing there: nothing owed
+    write(tmp_path, pids_plan.slice_dropin(), '[Slice]\nTasksMax=33%\n')
+    found = plan()
+    assert found.changed and found.new is None and found.result['daemon_reload_required']
+    assert pids_set.undo_plans(Request({}, {}, ['docker'])) == []
