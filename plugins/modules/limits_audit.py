@@ -46,6 +46,10 @@ options:
     description:
       - Item -> a value, or a dictionary with C(soft) and C(hard); the profile the contexts are compared with, in the
         forms of M(gpufleet.tuning.limits_profile).
+      - C(pids) (the cgroup C(pids.max), a number, C(infinity) or a percentage as systemd writes it) adds one row per
+        context (C(login), C(service), C(user_manager), C(docker), C(podman) and the units) with the C(pids.max) that
+        governs a new process there (the smallest over its cgroup and every ancestor; RV(rows) C(cgroup) is the one
+        that decides, C(pids) the chain), the file:line that sets it and the gap; RV(pids) sums them up.
     type: dict
     required: true
   probe_max_age:
@@ -214,6 +218,20 @@ job_fit:
     fits: [service]
     short: [login]
     beyond_kernel: null
+pids:
+  description:
+    - With C(pids) in O(profile), the profile's value (C(expected), as systemd writes it), the kernel's limit the
+      percentages resolve against (C(kernel_tasks_max), systemd's system_tasks_max), the contexts whose C(pids.max)
+      is below it (C(gaps), with their source), the probed contexts the pids probe does not cover (C(not_covered), such as
+      ssh, slurm_job, k8s_pod) and, with O(job) whose demand has C(pids), C(shortfalls).
+  returned: success, when O(profile) has pids
+  type: dict
+  sample:
+    expected: "8192"
+    kernel_tasks_max: 192724
+    gaps: [{context: login, actual: "300", expected: "8192",
+            source: "/etc/systemd/system/user-1001.slice.d/50-site.conf:2 (TasksMax=300 of user-1001.slice)"}]
+    not_covered: [ssh]
 problems:
   description:
     - What stops a context, or will at its next restart, with its C(file:line) in C(msg) and

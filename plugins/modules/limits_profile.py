@@ -48,6 +48,11 @@ options:
         size items, minutes for C(cpu)); C(unlimited)/C(infinity)/C(-1) mean unlimited.
       - Every context gets every item; an item a context cannot express (C(maxlogins) for
         systemd or Docker) is refused, naming the context.
+      - C(pids) is the cgroup C(pids.max), no rlimit (docs/limit-model.md), a number of tasks
+        (never below 1024), C(infinity), or a percentage of the kernel's limit as systemd
+        writes it (C(25%)). Written as C(DefaultTasksMax=) (C(systemd_system)), C(TasksMax=)
+        (units), a C(user-.slice) drop-in (C(pam), C(systemd_user)) and Podman's
+        C(pids_limit), each only where the node gives less.
       - A plain value (or C(value)) is a minimum. Each context gets at least that soft and
         hard limit, and keeps any higher soft or hard limit it has now (the limits lines and
         the hard limit logins inherit, the managers' files or running defaults, a unit's
@@ -513,7 +518,9 @@ def main():
     result['units'] = [c[len(registry.UNIT_PREFIX):] for c, _change in planned
                        if c.startswith(registry.UNIT_PREFIX)]
     # a template (train@.service) cannot be probed itself: its instances are pending
-    result['probe_units'] = [u for u in result['units'] if not sdpaths.is_template(u)]
+    # nor a slice (the pids user-.slice drop-in): no main process
+    result['probe_units'] = [u for u in result['units']
+                             if not sdpaths.is_template(u) and not u.endswith('.slice')]
     pam = run.check_overrides(module, params, result, planned)
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)

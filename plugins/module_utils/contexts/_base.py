@@ -42,6 +42,7 @@ class Request(object):
         self.paths = dict(paths or {})  # {path option: path} (pam_path, docker_daemon_json, ...)
         self.slurm_conf_edit = slurm_conf_edit
         self.containerd_create_spec = containerd_create_spec  # containerd_cri: create base specs
+        self.pids = None                # the profile's pids (model/pids.TasksMax), or None
 
     def read(self, key, function):
         """``function()``, read from the node once for this call: what several contexts read

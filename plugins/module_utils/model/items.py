@@ -88,10 +88,17 @@ ITEM_NAMES = [i.name for i in _ITEM_LIST]
 RLIMIT_ITEMS = [i.name for i in _ITEM_LIST if i.is_rlimit]
 BY_PROC_ROW = dict((i.proc_row, i) for i in _ITEM_LIST if i.proc_row)
 BY_RLIMIT = dict((i.rlimit, i) for i in _ITEM_LIST if i.rlimit)
+#: the profile's one item that is no rlimit of any format above: the cgroup ``pids.max``
+#: (model/pids.py), kept out of ITEMS so that no rlimit planner or reader can get it
+CGROUP_PIDS = 'pids'
 
 
 def get_item(name, where='item'):
     """The Item called ``name``; LimitError naming ``where`` when there is none."""
+    if isinstance(name, str) and name.lower() == CGROUP_PIDS:
+        raise LimitError('%s: pids is no resource limit (rlimit) but the cgroup pids.max: '
+                         'limits.conf, ulimits and systemd Limit*= cannot set it; give it in '
+                         "limits_profile's or limits_audit's profile (model/pids.py)" % where)
     if not isinstance(name, str) or name.lower() not in ITEMS:
         raise LimitError('%s: unknown limit item %r (known: %s)'
                          % (where, name, ', '.join(ITEM_NAMES)))

@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core import change
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
@@ -278,11 +279,12 @@ def audit(host, params):
     kept by the controller; module_utils/host/proofs.py) and job (optional: the training job's
     shape, :mod:`audit_job`). The result's ``proofs`` are the proofs of this audit's probes,
     for the controller to keep: nothing is written on the node."""
-    profile = params['profile']
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
                   pam_invalid=[], systemd_pending=[], present=[], unwritable=[], problems=[], proofs={})
     try:
+        # pids is the cgroup pids.max, no rlimit: audited apart (run/pids_audit.py)
+        profile, pids_value = pids_audit.split(params['profile'])
         items = [model.get_item(name, 'profile.%s' % name).name for name in profile]
         model.parse_profile(profile, 'profile', floor=False)
     except model.LimitError as exc:
@@ -350,4 +352,7 @@ def audit(host, params):
                   pending_actions(reports, host)))
     if job:
         result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
+    if pids_value is not None:
+        pids_audit.extend(result, host, params, contexts, pids_value,
+                          ((result.get('job_fit') or {}).get('demand') or {}).get('pids'))
     return result, warnings

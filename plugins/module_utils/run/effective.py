@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 # pylint: disable-next=unused-import
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports.probe_results import (  # noqa: F401
@@ -260,7 +261,12 @@ def checked(params):
     expected = None
     if params['expect'] is not None:
         try:
-            expected = model.parse_profile(params['expect'], 'expect', floor=False)
+            # pids (the cgroup pids.max, no rlimit) is checked, not probed here: the audit
+            # probes it (run/pids_audit.py)
+            rest, pids_value = pids_model.split_profile(params['expect'])
+            if pids_value is not None:
+                pids_model.parse_profile_value(pids_value, 'expect.pids', floor=False)
+            expected = model.parse_profile(rest, 'expect', floor=False)
         except model.LimitError as exc:
             raise ProbeFailure(str(exc), {})
     try:

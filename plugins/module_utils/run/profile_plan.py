@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core import comman
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_set
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
@@ -33,9 +34,10 @@ def detect_contexts(root=''):
 def parse_request(params):
     """limits_profile's parameters -> a contexts Request; the profile is parsed here, once.
     Raises changes.Failure naming what the user wrote (``profile.nofile: ...``)."""
-    profile = params['profile']
-    if not profile:
+    if not params['profile']:
         raise changes.Failure('profile: at least one item is required')
+    # pids is the cgroup pids.max, no rlimit: its own plans (run/pids_set.py)
+    profile, pids_value = pids_set.split(params['profile'])
     try:
         limits = model.parse_profile(profile, 'profile')
         shm_size = params['docker_shm_size']
@@ -52,14 +54,16 @@ def parse_request(params):
                 (value.get('soft') is None) != (value.get('hard') is None):
             raise changes.Failure('profile.%s: give both soft and hard (or one value for both)'
                                   % name)
-    return Request(profile, limits, params['contexts'] or detect_contexts(),
-                   domains=params['domains'], units=params['units'], force=params['force'],
-                   on_conflict=params['on_conflict'], dropin=params['dropin'],
-                   docker_shm_size=shm_size, podman_shm_size=podman_shm_size,
-                   paths=dict((option, params[option]) for option in DEFAULTS),
-                   slurm_conf_edit=params.get('slurm_conf_edit', True),
-                   containerd_create_spec=params.get('containerd_create_spec', False),
-                   named=model.profile_sides(profile))
+    request = Request(profile, limits, params['contexts'] or detect_contexts(),
+                      domains=params['domains'], units=params['units'], force=params['force'],
+                      on_conflict=params['on_conflict'], dropin=params['dropin'],
+                      docker_shm_size=shm_size, podman_shm_size=podman_shm_size,
+                      paths=dict((option, params[option]) for option in DEFAULTS),
+                      slurm_conf_edit=params.get('slurm_conf_edit', True),
+                      containerd_create_spec=params.get('containerd_create_spec', False),
+                      named=model.profile_sides(profile))
+    request.pids = pids_value
+    return request
 
 
 def plan_profile(params, host):
@@ -68,14 +72,21 @@ def plan_profile(params, host):
     request = parse_request(params)
     ceiling = host_limits.Ceiling()
     plans = []
+    pids = pids_set.Pids(request.pids, host) if request.pids is not None else None
     for context in registry.REGISTRY:
-        if context.name is None or context.name in request.contexts:
+        if (context.name is None or context.name in request.contexts) and (
+                request.limits or pids_set.carries(context)):
             plans.extend(context.plans(request, host, ceiling))
+    if pids is not None:
+        plans.extend(pids.plans(request))
+        pids.only = not request.limits
 
     planned = []
     for label, plan in plans:
         try:
             change = plan()
+            if pids is not None:
+                change = pids.post(label, change)
         except changes.Failure as exc:
             raise changes.Failure('%s: %s' % (label, exc.msg), context=label, kind=exc.kind,
                                   **exc.result)

@@ -23,18 +23,21 @@ def plan_undo(request, host):
     """[(label, Change)] of every context asked for (request.contexts); raises
     changes.Failure naming the context, before anything is written."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_set
     planned = []
+    plans = []
     for context in registry.REGISTRY:
-        if context.name is not None and context.name not in request.contexts:
-            continue
-        for label, plan in context.undo_plans(request, host):
-            try:
-                found = plan()
-            except changes.Failure as exc:
-                raise changes.Failure('%s: %s' % (label, exc.msg), context=label,
-                                      kind=exc.kind, **exc.result)
-            if found is not None:
-                planned.append((label, found))
+        if context.name is None or context.name in request.contexts:
+            plans.extend(context.undo_plans(request, host))
+    plans.extend(pids_set.undo_plans(request))      # the user-.slice drop-in (pids)
+    for label, plan in plans:
+        try:
+            found = plan()
+        except changes.Failure as exc:
+            raise changes.Failure('%s: %s' % (label, exc.msg), context=label,
+                                  kind=exc.kind, **exc.result)
+        if found is not None:
+            planned.append((label, found))
     for label, found in planned:
         problem = found.changed and found.writable()
         if problem:

@@ -1,0 +1,131 @@
+"""Issue 33: pids on a real systemd node. A site drop-in caps the training user's slice
+(user-1001.slice, TasksMax=300): the pids canary (a Python program of the user that starts
+1000 threads, in a login session and in a user service) fails with the error users see; the
+audit names that drop-in (file:line) with a gap; the tune with pids in the profile (check mode
+first: nothing changes) writes the user-.slice drop-in; the canary passes, the audit names the
+drop-in with no gap, and a second tune changes nothing. The site drop-in and ours are removed
+at the end, so that the scenario's later tests see the node as before."""
+import base64
+import time
+
+from conftest import USER, UID, as_user, checksums
+
+SITE = '/etc/systemd/system/user-%d.slice.d/50-site.conf' % UID
+OURS = '/etc/systemd/system/user-.slice.d/90-gpufleet-tuning.conf'
+THREADS = 1000
+CANARY = '''
+import sys, threading
+n = int(sys.argv[1])
+stop = threading.Event()
+started = []
+try:
+    for _ in range(n):
+        t = threading.Thread(target=stop.wait)
+        t.start()
+        started.append(t)
+except RuntimeError as exc:
+    stop.set()
+    print('started %d of %d threads: %s' % (len(started), n, exc))
+    sys.exit(1)
+stop.set()
+print('started %d threads' % n)
+'''
+PROGRAM = '/tmp/gpufleet-pids-canary.py'
+PROFILE = {'pids': 8192}
+
+
+def canary_login(host):
+    return host.run("runuser -l %s -c 'python3 %s %d'" % (USER, PROGRAM, THREADS))
+
+
+def canary_user_service(host):
+    """ExecMainStatus of the canary run as a service of the user's manager (a transient user
+    service that stays loaded when it ends: the node has no user D-Bus for systemd-run --wait)."""
+    unit = 'gpufleet-pids-canary.service'
+    host.run(as_user('systemctl --user stop %s' % unit))
+    host.run(as_user('systemctl --user reset-failed %s' % unit))
+    host.check_output(as_user('systemd-run --user --quiet -p RemainAfterExit=yes --unit=%s '
+                              '/usr/bin/python3 %s %d' % (unit, PROGRAM, THREADS)))
+    try:
+        for _attempt in range(120):
+            state = host.check_output(as_user('systemctl --user show -p SubState --value %s'
+                                              % unit))
+            if state in ('exited', 'failed'):
+                break
+            time.sleep(0.5)
+        return int(host.check_output(as_user('systemctl --user show -p ExecMainStatus --value '
+                                             '%s' % unit)))
+    finally:
+        host.run(as_user('systemctl --user stop %s' % unit))
+        host.run(as_user('systemctl --user reset-failed %s' % unit))
+
+
+def pids_rows(module):
+    ok, result, output = module('gpufleet.tuning.limits_audit',
+                                dict(profile=PROFILE, user=USER))
+    assert ok, output
+    return dict((r['context'], r) for r in result['rows'] if r['item'] == 'pids'), result
+
+
+def tune(module, check=False):
+    return module('gpufleet.tuning.limits_profile',
+                  dict(profile=PROFILE, contexts=['pam', 'systemd_user'], restart=True),
+                  check=check, diff=check)
+
+
+def test_pids_canary_fails_before_the_tune_and_passes_after(host, module):
+    encoded = base64.b64encode(CANARY.encode()).decode()
+    host.check_output('echo %s | base64 -d > %s && chmod 644 %s' % (encoded, PROGRAM, PROGRAM))
+    host.check_output('mkdir -p %s && printf "[Slice]\\nTasksMax=300\\n" > %s && '
+                      'systemctl daemon-reload' % (SITE.rsplit('/', 1)[0], SITE))
+    try:
+        # before: the real error, in a login session and in a user service
+        before = canary_login(host)
+        assert before.rc == 1, before.stdout + before.stderr
+        assert "can't start new thread" in before.stdout
+        assert canary_user_service(host) == 1
+
+        rows, _result = pids_rows(module)
+        for context in ('login', 'user_manager'):
+            row = rows[context]
+            assert (row['actual'], row['gap']) == ('300', 'max'), row
+            assert row['source'].startswith(SITE + ':2 (TasksMax=300 of user-%d.slice)' % UID)
+            assert row['cgroup'].endswith('/user.slice/user-%d.slice' % UID)
+            assert row['advice'].startswith('run limits_profile with pids in the profile')
+        assert rows['service']['gap'] == ''
+
+        # check mode: reported, nothing written
+        sums = checksums(host, [OURS, SITE])
+        ok, result, output = tune(module, check=True)
+        assert ok and result['changed'], output
+        assert checksums(host, [OURS, SITE]) == sums
+        assert host.check_output('systemctl show -p TasksMax --value user-%d.slice' % UID) == '300'
+
+        ok, result, output = tune(module)
+        assert ok and result['changed'], output
+        assert result['restarted']['steps'] == ['systemctl daemon-reload']
+        assert host.file(OURS).content_string.endswith('[Slice]\nTasksMax=33%\n')
+        assert host.file(SITE).content_string == '[Slice]\nTasksMax=300\n'   # not ours: kept
+
+        after = canary_login(host)
+        assert after.rc == 0 and 'started %d threads' % THREADS in after.stdout, after.stdout
+        assert canary_user_service(host) == 0
+        rows, _result = pids_rows(module)
+        for context in ('login', 'user_manager'):
+            assert rows[context]['gap'] == '', rows[context]
+            assert rows[context]['source'].startswith(OURS + ':3 (TasksMax=33% of user-')
+
+        ok, result, output = tune(module)
+        assert ok and not result['changed'], output
+    finally:
+        host.run('rm -f %s %s %s && systemctl daemon-reload' % (SITE, OURS, PROGRAM))
+
+
+def test_bad_pids_values_are_refused_before_anything_is_written(host, module):
+    sums = checksums(host, [OURS])
+    for value, words in (('150%', 'profile.pids: '), ('lots', 'profile.pids: '),
+                         (10, 'below the floor 1024')):
+        ok, result, output = module('gpufleet.tuning.limits_profile',
+                                    dict(profile={'pids': value}, contexts=['pam']))
+        assert not ok and words in result['msg'], output
+    assert checksums(host, [OURS]) == sums

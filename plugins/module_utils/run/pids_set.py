@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""limits_profile's ``pids``: the profile's pids value goes to the knobs the collection can own
+and no rlimit planner sees it (model/pids.py). Planned with the other files, written by the
+same engine (systemd/restarts.py), all or nothing:
+
+* ``systemd_system``: ``DefaultTasksMax=`` in the system manager's drop-in (services);
+* ``unit:NAME``: ``TasksMax=`` in the unit's drop-in;
+* ``pam`` or ``systemd_user`` (login sessions, user services): a ``user-.slice`` drop-in,
+  planned as ``unit:user-.slice`` (a daemon-reload applies it to running slices);
+* ``podman``: ``pids_limit`` in its containers.conf drop-in;
+* Docker (no daemon-wide default), CRI-O and the kubelet: not written (docs/limit-model.md).
+
+Private to the collection."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import cgroups
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pids_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
+
+SLICE_LABEL = registry.UNIT_PREFIX + pids_plan.USER_SLICE
+#: Podman's own pids_limit where no containers.conf sets one (the commented default of
+#: /usr/share/containers/containers.conf, Podman 4.3.1 on Debian 12)
+PODMAN_DEFAULT = 2048
+
+
+def split(profile):
+    """(the profile without pids, its TasksMax or None); changes.Failure naming profile.pids
+    (the floor applies: the value is written)."""
+    rest, value = pids_model.split_profile(profile)
+    if value is None:
+        return rest, None
+    try:
+        return rest, pids_model.parse_profile_value(value, 'profile.pids')
+    except pids_model.LimitError as exc:
+        raise changes.Failure(str(exc))
+
+
+def carries(context):
+    """Does ``context`` write a drop-in that pids needs when the profile has nothing else
+    (the system manager's, the units', Podman's)?"""
+    return context.name in ('systemd_system', 'podman') or context is registry.owner(
+        registry.UNIT_PREFIX)
+
+
+class Pids(object):
+    """What the pids plans need, read once a call."""
+
+    def __init__(self, value, host):
+        self.value = value
+        self.host = host
+        self.kernel_max = cgroups.kernel_tasks_max()
+        self._live = False
+        #: the profile has no rlimit: the carriers' drop-ins keep every line they have now
+        self.only = False
+
+    def live_default(self):
+        """The running system manager's DefaultTasksMax (a TasksMax), or None."""
+        if self._live is False:
+            self._live = None
+            if sdlive.systemd_running():
+                from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+                rc, out, _err = self.host.run_command(
+                    ['systemctl', 'show', '-p', 'DefaultTasksMax', '--value'],
+                    environ_update=commands.live_env())
+                if rc == 0 and out.strip():
+                    text = out.strip()
+                    try:
+                        self._live = pids_model.from_systemd(text)
+                    except pids_model.LimitError:
+                        self._live = None
+        return self._live
+
+    def plans(self, request):
+        """[(label, plan)] of the files that only pids needs (the user-.slice drop-in)."""
+        wanted = set(request.contexts) & set(('pam', 'systemd_user'))
+        if not wanted or not sdlive.systemd_running():
+            return []
+        dropin = request.dropin or pids_plan.sdpaths.DROPIN_NAME
+        return [(SLICE_LABEL,
+                 lambda: pids_plan.plan_user_slice(self.value, self.kernel_max, dropin))]
+
+    def post(self, label, change):
+        """``change`` (a context's planned drop-in) with the pids setting it can carry. With a
+        profile of pids alone (``only``), the drop-in's text now is the base: no Limit*= line is
+        pruned, and nothing is written where pids needs nothing."""
+        if self.only and label != SLICE_LABEL:
+            change.new = change.current
+            change.changed = False
+            for flag in ('reexec_required', 'daemon_reload_required'):
+                if flag in change.result:
+                    change.result[flag] = False
+            if 'restart_required' in change.result:
+                change.result['restart_required'] = []
+        if label == 'podman':
+            return self.add_podman(change)
+        if label == 'systemd_system':
+            return pids_plan.add_default(change, self.value, self.kernel_max, self.live_default())
+        if label.startswith(registry.UNIT_PREFIX) and label != SLICE_LABEL:
+            unit = label[len(registry.UNIT_PREFIX):]
+            return pids_plan.add_unit(change, unit, self.value, self.kernel_max,
+                                      self._manager_default())
+        return change
+
+    def _manager_default(self):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import tasks_max
+        found = tasks_max.default_tasks_max()
+        if found.where:
+            return found.value
+        return self.live_default() or pids_model.TasksMax(
+            permyriad=pids_model.SYSTEMD_DEFAULT_PERMYRIAD)
+
+    def add_podman(self, change, root=''):
+        """The Podman drop-in ``change`` with ``pids_limit`` when what Podman gives a new
+        container now (the last containers.conf that sets it, else its built-in 2048) is
+        below the profile. A percentage is resolved on this node; infinity is -1 (no limit,
+        as ``podman run --pids-limit=-1``). Podman reads it at each container start: nothing
+        to restart."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
+        if change.new is None and change.current is not None:
+            return change
+        wanted = self.value.resolve(self.kernel_max)
+        text, where = pids_audit.podman_pids_limit(root)
+        now = PODMAN_DEFAULT
+        if where:
+            try:
+                number = int(text)
+            except ValueError:
+                raise changes.Failure('%s: pids_limit = %s is no number (Podman refuses the '
+                                      'file)' % (where, text))
+            now = pids_model.UNLIMITED if number <= 0 else number
+        info = dict(key='pids_limit', wanted=pids_model.human(wanted),
+                    before=pids_model.human(now), source=where)
+        if wanted is not None and pids_model.below(now, wanted):
+            rendered = '-1' if wanted == pids_model.UNLIMITED else str(wanted)
+            try:
+                new = containers_conf.set_values(change.new or '', containers_conf.TABLE,
+                                                 {'pids_limit': rendered}, change.path)
+            except containers_conf.TomlError as exc:
+                raise changes.Failure(str(exc))
+            info['written'] = rendered
+            change.new = new
+            change.changed = change.new != change.current
+        change.result['pids'] = info
+        return change
+
+
+def undo_plans(request):
+    """limits_profile ``state=absent``: the ``user-.slice`` drop-in removed (with ``pam`` or
+    ``systemd_user`` asked), owing a daemon-reload. The other pids settings live in the
+    drop-ins their contexts remove."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+    if not set(request.contexts) & set(('pam', 'systemd_user')):
+        return []
+    path = pids_plan.slice_dropin(request.dropin or pids_plan.sdpaths.DROPIN_NAME)
+
+    def plan():
+        found = undo_files.remove_owned(undo_files.ROOT + path, 'drop-in')
+        if found is not None:
+            found.result.update(reexec_required=False, daemon_reload_required=True,
+                                restart_required=[])
+        return found
+    return [(SLICE_LABEL, plan)]
