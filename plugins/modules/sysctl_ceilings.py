@@ -19,7 +19,7 @@ description:
     live values into C(/proc/sys) (as C(sysctl -w) does) where it is writable.
   - A plain value is a minimum. The value written is the highest of the minimum, the live value
     and the value the sysctl configuration sets now, so nothing is lowered unless asked with
-    C({value: N, exact: true}). RV(sysctl) reports each value kept above the minimum
+    a mapping with C(value) and C(exact=true). RV(sysctl) reports each value kept above the minimum
     (C(action=kept), C(kept_from)) and each one lowered as asked (C(action=lowered)), with a
     warning.
   - Reads the configuration as systemd-sysctl does (C(/etc/sysctl.d), C(/run/sysctl.d),
@@ -33,7 +33,7 @@ description:
     values that are not one integer and values outside what the kernel accepts for the known
     ceilings; the message names the field.
   - Where C(/proc/sys) is read-only (containers) the file is written and the result says
-    C(configured, not applied) (RV(not_applied), RV(configured_not_applied) and a warning):
+    C(configured, not applied) (RV(not_applied), RV(configured_not_applied) and a warning);
     the value applies at the next boot of a host whose C(/proc/sys) is writable.
   - Lines the module does not own stay byte for byte; a requested key's line is replaced in
     place only when its value differs.
@@ -47,6 +47,13 @@ options:
       - With O(state=absent) only the names count.
     type: dict
     required: true
+  job_sysctl:
+    description:
+      - A training job's kernel needs (the C(sysctl) key of the C(gpufleet.tuning.job_profile)
+        filter's output), minimums like O(sysctl). For a name in both the higher minimum wins;
+        an C(exact) entry of O(sysctl) wins. Errors name C(job_sysctl.NAME).
+    type: dict
+    default: {}
   path:
     description:
       - The drop-in to manage. Lines for other keys and comments in it are kept.
@@ -176,13 +183,14 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils.host import sysctl_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.kernel import sysctl_plan as plan
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             sysctl=dict(type='dict', required=True),
+            job_sysctl=dict(type='dict', default={}),
             path=dict(type='path', default=plan.PATH),
             state=dict(type='str', choices=['present', 'absent'], default='present'),
             apply=dict(type='bool', default=True),

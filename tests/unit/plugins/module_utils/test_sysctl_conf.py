@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import sysctl_conf as conf
-from ansible_collections.gpufleet.tuning.plugins.module_utils.host import sysctl_plan as plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.kernel import sysctl_plan as plan
 
 # systemd src/test/test-sysctl-util.c, TEST(sysctl_normalize): (input, expected)
 NORMALIZE_CASES = [
@@ -306,3 +306,19 @@ def test_known_ceilings_are_in_the_docs_table():
         text = handle.read()
     for name in conf.KNOWN:
         assert '| `%s` |' % name in text
+
+
+def test_job_needs_merge_with_the_profile_the_higher_minimum_winning(tmp_path):
+    root = _tree(tmp_path, {'/etc/sysctl.d/.keep': ''}, PROC)
+    change = plan.plan_change(_params({'vm.max_map_count': 262144, 'fs.nr_open': 1048576},
+                                      job_sysctl={'vm.max_map_count': 1048576,
+                                                  'fs.nr_open': 2048}), root)
+    rows = dict((r['name'], r) for r in change.result['sysctl'])
+    assert rows['vm.max_map_count']['asked'] == 1048576
+    assert rows['fs.nr_open']['asked'] == 1048576
+    exact = plan.plan_change(_params({'vm.max_map_count': {'value': 262144, 'exact': True}},
+                                     job_sysctl={'vm.max_map_count': 1048576}), root)
+    assert exact.result['sysctl'][0]['value'] == 262144
+    with pytest.raises(changes.Failure) as caught:
+        plan.plan_change(_params({}, job_sysctl={'vm.max_map_count': 'x'}), root)
+    assert "job_sysctl.vm.max_map_count: 'x' is not an integer" in caught.value.msg

@@ -39,34 +39,46 @@ class Want(object):
         self.exact = exact
 
 
-def parse_request(sysctl, state, root=''):
-    """[Want] from the module's ``sysctl`` option; changes.Failure naming the field, before
-    anything is read from or written to the configuration."""
+def parse_request(sysctl, state, root='', job=None):
+    """[Want] from the module's ``sysctl`` option and ``job`` (job_sysctl: a training job's
+    kernel needs, minimums; for a key in both the higher minimum wins, an exact entry of
+    ``sysctl`` wins); changes.Failure naming the field, before anything is read from or
+    written to the configuration."""
     wants = []
-    if not isinstance(sysctl, dict):
-        raise changes.Failure('sysctl: a mapping of sysctl name to minimum', kind=errors.BAD_INPUT)
-    seen = {}
-    for name in sorted(sysctl, key=str):
-        field = 'sysctl.%s' % name
-        spec = sysctl[name]
-        try:
-            key = conf.check_name(field, name, root)
-            if key in seen:
-                raise conf.ConfError('%s: the same sysctl as sysctl.%s' % (field, seen[key]))
-            seen[key] = name
-            exact = False
-            if isinstance(spec, dict):
-                unknown = sorted(set(spec) - set(['value', 'exact']))
-                if unknown or 'value' not in spec:
-                    raise conf.ConfError('%s: a mapping takes value and exact (got %s)'
-                                         % (field, ', '.join(sorted(spec, key=str)) or 'nothing'))
-                exact = spec.get('exact') in (True, 'true', 'yes')
-                spec = spec['value']
-            value = conf.check_value(field, key, spec) if state == 'present' else None
-        except conf.ConfError as exc:
-            raise changes.Failure(str(exc), kind=errors.BAD_INPUT)
-        wants.append(Want(field, key, value, exact))
+    for option, given in (('sysctl', sysctl), ('job_sysctl', job or {})):
+        if not isinstance(given, dict):
+            raise changes.Failure('%s: a mapping of sysctl name to minimum' % option,
+                                  kind=errors.BAD_INPUT)
+        seen = {}
+        for name in sorted(given, key=str):
+            try:
+                want = _want('%s.%s' % (option, name), name, given[name], state, root)
+                if want.key in seen:
+                    raise conf.ConfError('%s: the same sysctl as %s.%s'
+                                         % (want.field, option, seen[want.key]))
+            except conf.ConfError as exc:
+                raise changes.Failure(str(exc), kind=errors.BAD_INPUT)
+            seen[want.key] = name
+            earlier = [w for w in wants if w.key == want.key]
+            if not earlier:
+                wants.append(want)
+            elif not earlier[0].exact and state == 'present' and want.asked > earlier[0].asked:
+                wants[wants.index(earlier[0])] = want
     return wants
+
+
+def _want(field, name, spec, state, root):
+    key = conf.check_name(field, name, root)
+    exact = False
+    if isinstance(spec, dict):
+        unknown = sorted(set(spec) - set(['value', 'exact']))
+        if unknown or 'value' not in spec:
+            raise conf.ConfError('%s: a mapping takes value and exact (got %s)'
+                                 % (field, ', '.join(sorted(spec, key=str)) or 'nothing'))
+        exact = spec.get('exact') in (True, 'true', 'yes')
+        spec = spec['value']
+    value = conf.check_value(field, key, spec) if state == 'present' else None
+    return Want(field, key, value, exact)
 
 
 def choose(want, live, before):
@@ -126,7 +138,7 @@ def plan_change(params, root=None):
     root = ROOT if root is None else root
     path = params['path']
     state = params['state']
-    wants = parse_request(params['sysctl'], state, root)
+    wants = parse_request(params['sysctl'], state, root, params.get('job_sysctl'))
     current = conf.read_text(root + path)
     before, problems = conf.parse_files(conf.config_files(root))
     values, rows = {}, []
