@@ -32,6 +32,7 @@ COMMENTS = '#;'
 WHITESPACE = ' \t\n\r'
 GLOB_CHARS = '*?['
 
+READ_ONLY = '/proc/sys is mounted read-only here (a container)'
 INT_MAX = 2147483647
 LONG_MAX = 9223372036854775807
 
@@ -255,7 +256,7 @@ def writable(key, root=''):
     try:
         stats = os.statvfs(path)
         if stats.f_flag & getattr(os, 'ST_RDONLY', 1):
-            return '/proc/sys is mounted read-only here (a container)'
+            return READ_ONLY
     except OSError:
         pass
     return '%s is not writable by this user' % path

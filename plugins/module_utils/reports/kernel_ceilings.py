@@ -76,19 +76,26 @@ def rows(sysctl=None, root=''):
             row.update(state=UNREADABLE, reason='%s cannot be read' % conf.proc_path(key))
         elif configured is not None and configured != live:
             why = conf.writable(key, root)
-            row.update(state=NOT_APPLIED, read_only=bool(why), reason=(
-                '%s sets %d, the kernel has %d: %s, so the host decides; it applies where '
-                '/proc/sys is writable at boot' % (row['source'], configured, live, why)
-                if why else
-                '%s sets %d, the kernel has %d: not applied since it was written; '
-                'systemd-sysctl (or sysctl --system) applies it' % (row['source'], configured,
-                                                                     live)))
+            row.update(state=NOT_APPLIED, read_only=why == conf.READ_ONLY,
+                       reason=not_applied(row['source'], configured, live, why))
         elif row['gap']:
             row.update(state=BELOW, reason='%s is %d, below the minimum %d%s' % (
                 name, live, minimum, ' (%s sets it)' % row['source'] if row['source'] else
                 ' (the kernel default: no sysctl file sets it)'))
         found.append(row)
     return found
+
+
+def not_applied(source, configured, live, why):
+    """Why a configured value is not the live one, and what applies it."""
+    said = '%s sets %d, the kernel has %d' % (source, configured, live)
+    if why == conf.READ_ONLY:
+        return '%s: %s, so the host decides; it applies where /proc/sys is writable at boot' % (
+            said, why)
+    if why:
+        return '%s: %s; as root, systemd-sysctl (or sysctl --system) applies it' % (said, why)
+    return '%s: not applied since it was written; systemd-sysctl (or sysctl --system) applies ' \
+        'it' % said
 
 
 def warnings(found):
