@@ -56,7 +56,8 @@ options:
     default: {}
   path:
     description:
-      - The drop-in to manage. Lines for other keys and comments in it are kept.
+      - The drop-in to manage, a C(*.conf) file in a directory systemd-sysctl reads (another
+        path is refused). Lines for other keys and comments in it are kept.
     type: path
     default: /etc/sysctl.d/90-gpufleet-tuning.conf
   state:

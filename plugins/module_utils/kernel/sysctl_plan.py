@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
@@ -138,6 +139,9 @@ def plan_change(params, root=None):
     root = ROOT if root is None else root
     path = params['path']
     state = params['state']
+    if os.path.dirname(path) not in conf.DIRS or not path.endswith('.conf'):
+        raise changes.Failure('path: %s is not read at boot: systemd-sysctl reads *.conf files '
+                              'in %s' % (path, ', '.join(conf.DIRS)), kind=errors.BAD_INPUT)
     wants = parse_request(params['sysctl'], state, root, params.get('job_sysctl'))
     current = conf.read_text(root + path)
     before, problems = conf.parse_files(conf.config_files(root))

@@ -322,3 +322,12 @@ def test_job_needs_merge_with_the_profile_the_higher_minimum_winning(tmp_path):
     with pytest.raises(changes.Failure) as caught:
         plan.plan_change(_params({}, job_sysctl={'vm.max_map_count': 'x'}), root)
     assert "job_sysctl.vm.max_map_count: 'x' is not an integer" in caught.value.msg
+
+
+@pytest.mark.parametrize('path', ['/etc/sysctl.d/90-x', '/etc/sysctl.conf.d/90-x.conf',
+                                  '/tmp/90-x.conf'])
+def test_a_path_systemd_sysctl_does_not_read_is_refused(tmp_path, path):
+    root = _tree(tmp_path, {'/etc/sysctl.d/.keep': ''}, PROC)
+    with pytest.raises(changes.Failure) as caught:
+        plan.plan_change(_params({'vm.max_map_count': 1048576}, path=path), root)
+    assert caught.value.msg.startswith('path: %s is not read at boot' % path)
