@@ -212,10 +212,11 @@ def main():
     if written and module._diff:
         result['diff'] = change.diff()
     if not module.check_mode:
+        # the live values first: a value the kernel refuses fails before the file is written
         try:
+            plan.apply_live(result)
             if written:
                 change.apply(module.params['backup'])
-            plan.apply_live(result)
         except changes.Failure as exc:
             module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)

@@ -3,14 +3,41 @@ writes /etc/sysctl.d/90-gpufleet-tuning.conf (check mode changes nothing, a seco
 unchanged), refuses bad input and a later file that overrides it before writing, and - /proc/sys
 is read-only in the lab's nodes - reports the values as configured, not applied; the limits role
 calls it with limits_sysctl and limits_audit reports the kernel rows."""
+import json
+import os
+import subprocess
+import tempfile
+
 import pytest
 
 from conftest import BASELINE, run_role
-from scenario_support import checksums, run_module
+from scenario_support import ansible_command, checksums, run_module
 
 MODULE = 'gpufleet.tuning.sysctl_ceilings'
 PATH = '/etc/sysctl.d/90-gpufleet-tuning.conf'
 SITE = '/etc/sysctl.d/95-site.conf'
+
+
+# A Python that runs in a new network and mount namespace with /proc/sys mounted read-write:
+# the per-network-namespace sysctls (net.*) are then writable and belong to that namespace
+# only, so the real module's live writes meet the real kernel without touching the host.
+NETNS_PYTHON = '/usr/local/bin/gpufleet-netns-python3'
+NETNS_WRAPPER = """#!/bin/sh
+exec unshare --mount --net sh -c 'mount -o remount,rw /proc/sys && exec /usr/bin/python3 "$@"' python3 "$@"
+"""
+
+
+def run_in_netns(host, args):
+    """Run sysctl_ceilings through Ansible with NETNS_PYTHON; returns (ok, result, output)."""
+    with tempfile.TemporaryDirectory() as tree:
+        cmd = ansible_command(host, ['ansible', '--tree', tree, '-m', MODULE, '-a', json.dumps(args),
+                                     '-e', 'ansible_python_interpreter=' + NETNS_PYTHON,
+                                     host.backend.host])
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, check=False)
+        with open(os.path.join(tree, os.listdir(tree)[0])) as handle:
+            result = json.load(handle)
+    return proc.returncode == 0, result, proc.stdout
 
 
 def live(host, name):
@@ -141,3 +168,37 @@ def test_the_role_writes_limits_sysctl_and_the_audit_reports_it(host, clean, wan
     assert rows['fs.file-max']['in_use'] > 0
     assert rows['fs.file-max']['node_exporter'] == 'node_filefd_maximum'
     assert 'kernel: %s' % row['reason'] in out, out
+
+
+@pytest.fixture
+def netns_python(host):
+    host.check_output("printf '%%s' '%s' > %s && chmod 755 %s"
+                      % (NETNS_WRAPPER.replace("'", "'\\''"), NETNS_PYTHON, NETNS_PYTHON))
+    yield
+    host.run('rm -f %s' % NETNS_PYTHON)
+
+
+def test_where_proc_sys_is_writable_the_values_are_applied_and_a_refused_one_writes_nothing(
+        host, clean, netns_python):
+    """The real module against the real kernel: in a network namespace of its own (net.*
+    sysctls are per namespace) /proc/sys is writable, so the values are applied, not just
+    configured; a value the kernel refuses (net.ipv4.tcp_ecn accepts 0 to 2) fails naming
+    it with nothing written, the value applied before it put back."""
+    node_value = live(host, 'net.core.somaxconn')
+    ok, result, out = run_in_netns(host, {'sysctl': {'net.core.somaxconn': node_value + 1,
+                                                     'net.ipv4.tcp_ecn': 5}})
+    assert not ok, out
+    assert result['msg'].startswith('sysctl.net.ipv4.tcp_ecn: writing 5 to '
+                                    '/proc/sys/net/ipv4/tcp_ecn failed: the kernel refuses the '
+                                    'value (nothing written'), result['msg']
+    assert result['applied'] == {}
+    assert not host.file(PATH).exists
+    ok, result, out = run_in_netns(host, {'sysctl': {'net.core.somaxconn': node_value + 1}})
+    assert ok, out
+    assert result['applied'] == {'net.core.somaxconn': node_value + 1}
+    assert result['configured_not_applied'] == []
+    row = result['sysctl'][0]
+    assert (row['live'], row['applied'], row['action']) == (node_value + 1, True, 'written')
+    assert 'net.core.somaxconn = %d\n' % (node_value + 1) in host.file(PATH).content_string
+    # the node's own network namespace keeps its value (its /proc/sys stays read-only)
+    assert live(host, 'net.core.somaxconn') == node_value

@@ -230,24 +230,42 @@ def plan_live(change, wants, root):
     result['configured_not_applied'] = sorted(result['not_applied'])
 
 
+def _write(name, value, root):
+    with open(conf.proc_path(conf.normalize(name), root), 'w') as handle:
+        handle.write('%d\n' % value)
+
+
 def apply_live(result, root=None):
-    """Write the planned live values into /proc/sys (sysctl -w). Raises changes.Failure
-    naming the sysctl when the kernel refuses one."""
+    """Write the planned live values into /proc/sys (sysctl -w), before the file: a value the
+    kernel refuses (EINVAL, for a sysctl whose bounds the plan cannot know) fails naming the
+    sysctl with the values written before it put back, so nothing is left changed. Raises
+    changes.Failure."""
     root = ROOT if root is None else root
+    done = []
     for row in result['sysctl']:
         name = row['name']
         if name not in result['apply']:
             continue
         value = result['apply'][name]
         try:
-            with open(conf.proc_path(conf.normalize(name), root), 'w') as handle:
-                handle.write('%d\n' % value)
+            _write(name, value, root)
         except (IOError, OSError) as exc:
             reason = 'the kernel refuses the value' if exc.errno == errno.EINVAL else exc.strerror
-            raise changes.Failure('sysctl.%s: writing %d to %s failed: %s (the file is written; '
-                                  'the live value is still %s)'
+            for earlier, before in reversed(done):
+                if before is None:
+                    continue
+                try:
+                    _write(earlier['name'], before, root)
+                    earlier['live'] = before
+                    earlier['applied'] = False
+                    result['applied'].pop(earlier['name'], None)
+                except (IOError, OSError):
+                    pass
+            raise changes.Failure('sysctl.%s: writing %d to %s failed: %s (nothing written; the '
+                                  'live value is still %s)'
                                   % (name, value, conf.proc_path(conf.normalize(name)), reason,
                                      row['live']), result)
+        done.append((row, row['live']))
         row['live'] = conf.as_int(conf.live(conf.normalize(name), root))
         row['applied'] = row['live'] == value
         result['applied'][name] = value

@@ -331,3 +331,23 @@ def test_a_path_systemd_sysctl_does_not_read_is_refused(tmp_path, path):
     with pytest.raises(changes.Failure) as caught:
         plan.plan_change(_params({'vm.max_map_count': 1048576}, path=path), root)
     assert caught.value.msg.startswith('path: %s is not read at boot' % path)
+
+
+def test_a_failed_live_write_puts_back_the_values_written_before_it(tmp_path):
+    """The live values go first (the module writes the file after them): when one cannot be
+    written, the ones written before it get their old value back and the error names it."""
+    root = _tree(tmp_path, {'/etc/sysctl.d/.keep': ''}, PROC)
+    change = plan.plan_change(_params({'fs.inotify.max_user_instances': 8192,
+                                       'vm.max_map_count': 1048576}), root)
+    assert change.result['apply'] == {'fs.inotify.max_user_instances': 8192,
+                                      'vm.max_map_count': 1048576}
+    target = tmp_path / 'proc/sys/vm/max_map_count'
+    target.unlink()
+    target.mkdir()          # the write now fails (EISDIR), as a refused value would
+    with pytest.raises(changes.Failure) as caught:
+        plan.apply_live(change.result, root)
+    assert caught.value.msg.startswith('sysctl.vm.max_map_count: writing 1048576 to '
+                                       '/proc/sys/vm/max_map_count failed')
+    assert 'nothing written' in caught.value.msg
+    assert (tmp_path / 'proc/sys/fs/inotify/max_user_instances').read_text() == '128\n'
+    assert change.result['applied'] == {}
