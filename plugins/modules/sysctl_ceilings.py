@@ -15,8 +15,10 @@ version_added: 0.2.0
 description:
   - Writes kernel ceilings such as C(fs.file-max), C(fs.nr_open), C(vm.max_map_count),
     C(fs.inotify.max_user_instances), C(fs.inotify.max_user_watches), C(kernel.pid_max) and
-    C(kernel.threads-max) into one C(sysctl.d) drop-in with one atomic write, then writes the
-    live values into C(/proc/sys) (as C(sysctl -w) does) where it is writable.
+    C(kernel.threads-max) into one C(sysctl.d) drop-in with one atomic write, and the live
+    values into C(/proc/sys) (as C(sysctl -w) does) where it is writable - first, so that a
+    value the kernel refuses fails naming the sysctl with nothing written (the live values
+    written before it put back).
   - A plain value is a minimum. The value written is the highest of the minimum, the live value
     and the value the sysctl configuration sets now, so nothing is lowered unless asked with
     a mapping with C(value) and C(exact=true). RV(sysctl) reports each value kept above the minimum
