@@ -1,8 +1,6 @@
 """plugins/module_utils/reports/kernel_ceilings.py and the watch's kernel metrics: the audit's
 kernel rows (live, configured with file:line, gap, configured-not-applied) on a planted tree."""
 
-import os
-
 import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import sysctl_conf as conf

@@ -99,7 +99,7 @@ def test_files_in_name_order_across_directories_later_wins(tmp_path):
         '/etc/sysctl.d/10-early.conf': 'vm.max_map_count = 200\n',
         '/run/sysctl.d/70-run.conf': '# c\nvm.max_map_count = 300\n',
     })
-    found, _ = conf.parse_files(conf.config_files(root))
+    found, _problems = conf.parse_files(conf.config_files(root))
     winner = conf.resolve(found, 'vm/max_map_count')['winner']
     assert (winner.path, winner.line, winner.value) == ('/run/sysctl.d/70-run.conf', 2, '300')
 
