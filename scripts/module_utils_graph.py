@@ -28,7 +28,7 @@ LAYERS = (
     (('model',), 'the limit model, a job\'s shape'),
     (('host',), 'the node\'s state, read only'),
     (('systemd',), 'systemd: units, managers, restarts'),
-    (('pam', 'runtimes', 'slurm'), 'one technology each'),
+    (('pam', 'runtimes', 'slurm', 'kernel'), 'one technology each'),
     (('reports', 'undo'), 'what the modules report; undoing one file'),
     (('contexts',), 'the registry: one record per context'),
     (('run',), 'what the modules run over the registry'),

@@ -87,6 +87,16 @@ options:
         which probed context the job does not fit, which item, its demand against the soft limit and by how much.
       - Checked before anything is probed; a bad field fails the audit naming C(job.FIELD).
     type: dict
+  sysctl:
+    description:
+      - Kernel ceilings to compare, sysctl name -> minimum, in the forms of
+        M(gpufleet.tuning.sysctl_ceilings) (an C(exact) value is compared as a minimum).
+        RV(kernel) gets a row per name besides the ceilings it always shows.
+      - Checked before anything is probed; an unknown name or a value that is not an integer
+        fails naming C(sysctl.NAME).
+    type: dict
+    default: {}
+    version_added: 0.2.0
   # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
   # END GENERATED options
 extends_documentation_fragment:
@@ -183,6 +193,29 @@ ceilings:
   returned: success
   type: dict
   sample: {fs.nr_open: 1048576}
+kernel:
+  description:
+    - One row per kernel ceiling (fs.file-max, fs.nr_open, vm.max_map_count,
+      fs.inotify.max_user_instances, fs.inotify.max_user_watches, kernel.pid_max,
+      kernel.threads-max, and each name of O(sysctl)) - C(live) (/proc/sys), C(configured) and
+      its C(source) (the sysctl.d C(file:line) that wins at boot, as systemd-sysctl reads
+      them), C(minimum) and C(gap) (O(sysctl)), C(in_use) (fs.file-max - the allocated
+      handles of /proc/sys/fs/file-nr), C(node_exporter) (the metric name node_exporter gives
+      the live value), C(state) and C(reason).
+    - C(state) is C(ok), C(below) (the live value is under the minimum), C(unreadable) or
+      C(configured_not_applied) (a file sets another value than the kernel has - with a
+      read-only /proc/sys, a container, the host decides; else systemd-sysctl applies it). A
+      row with a C(gap) is also a warning.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {name: vm.max_map_count, live: 65530, configured: 1048576,
+       source: /etc/sysctl.d/90-gpufleet-tuning.conf:3, minimum: 1048576, gap: 983046,
+       state: configured_not_applied, node_exporter: node_sysctl_vm_max_map_count,
+       reason: "/etc/sysctl.d/90-gpufleet-tuning.conf:3 sets 1048576, the kernel has 65530:
+                /proc/sys is mounted read-only here (a container), so the host decides; it
+                applies where /proc/sys is writable at boot"}
 pam_invalid:
   description: limits.conf and limits.d lines pam_limits ignores, with file, line and reason.
   returned: success
@@ -288,6 +321,7 @@ def main():
             probe_max_age=dict(type='int', default=0),
             probe_proofs=dict(type='dict', default={}),
             job=dict(type='dict'),
+            sysctl=dict(type='dict', default={}),
             **opts.spec(OPTIONS)
         ),
         supports_check_mode=True,

@@ -31,6 +31,7 @@ def test_watch_installed_and_timer_running(host):
     assert config['profile'] == {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
     assert config['units'] == ['gpufleet-sleeper.service']
     assert config['docker_image'] == 'tiny:latest'
+    assert config['sysctl'] == {'vm.max_map_count': 65530, 'fs.inotify.max_user_instances': 128}
 
 
 def test_tuned_node_has_metrics_and_no_alert(host):
@@ -55,6 +56,39 @@ def test_tuned_node_has_metrics_and_no_alert(host):
     assert firing(host) == []
     errors = query(host, 'node_textfile_scrape_error{instance="%s"}' % instance(host))
     assert errors[0]['value'][1] == '0'
+
+
+def test_kernel_ceilings_beside_node_exporters_own_names(host):
+    """issue 33 items 2 and 8: the watch exports what node_exporter cannot know (configured
+    value, minimum, gap, configured-not-applied) and none of node_exporter's own names, which
+    Prometheus still gets from node_exporter's collectors in the same scrape."""
+    wait_for('the kernel rows in the metrics file', lambda: host.file(METRICS).exists and key(
+        'gpufleet_limits_sysctl_gap', sysctl='vm.max_map_count') in metrics(host), 3 * PERIOD)
+    got = metrics(host)
+    live = int(host.file('/proc/sys/fs/inotify/max_user_instances').content_string)
+    assert got[key('gpufleet_limits_sysctl_minimum', sysctl='vm.max_map_count')] == '65530'
+    assert got[key('gpufleet_limits_sysctl_gap', sysctl='vm.max_map_count')] == '0'
+    # a plain value is a minimum: the role kept the node's higher live value in the file
+    assert got[key('gpufleet_limits_sysctl_configured',
+                   sysctl='fs.inotify.max_user_instances')] == str(max(live, 128))
+    assert not [n for n, _labels in got if n.startswith('gpufleet_limits_sysctl_not_applied')]
+    assert not [n for n, _labels in got if not n.startswith('gpufleet_limits_')]
+    wait_for('Prometheus has the kernel rows', lambda: query(
+        host, 'gpufleet_limits_sysctl_gap{instance="%s"}' % instance(host)), 60)
+    maximum = query(host, 'node_filefd_maximum{instance="%s"}' % instance(host))
+    assert float(maximum[0]['value'][1]) == float(host.file('/proc/sys/fs/file-max').content_string)
+    assert query(host, 'up{instance="%s"}' % instance(host))[0]['value'][1] == '1'
+    # a later site file the kernel does not follow (read-only /proc/sys): configured, not applied
+    site = '/etc/sysctl.d/95-gpufleet-test.conf'
+    host.check_output("printf 'vm.max_map_count = 262144\\n' > %s" % site)
+    try:
+        wait_for('configured, not applied in the metrics file', lambda: metrics(host).get(key(
+            'gpufleet_limits_sysctl_not_applied', sysctl='vm.max_map_count', read_only='1'))
+            == '1', 3 * PERIOD)
+        assert metrics(host)[key('gpufleet_limits_sysctl_configured',
+                                 sysctl='vm.max_map_count')] == '262144'
+    finally:
+        host.run('rm -f %s' % site)
 
 
 def drift(host):

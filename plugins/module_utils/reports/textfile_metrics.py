@@ -63,6 +63,14 @@ _HELP = {
     'audit_period_seconds': 'Longest expected time between two audits (timer period plus '
                             'its random delay).',
     'systemd_pending': 'systemd limits settings written but not applied yet (restart owed).',
+    # kernel ceilings: the live values are node_exporter's own (node_filefd_maximum,
+    # node_processes_max_threads, node_sysctl_*; docs/drift-watch.md), never repeated here
+    'sysctl_configured': 'The value the sysctl configuration sets for a kernel ceiling at boot '
+                         '(the line that wins as systemd-sysctl reads them).',
+    'sysctl_minimum': 'The minimum the profile asks for a kernel ceiling.',
+    'sysctl_gap': 'How far the live kernel ceiling is below the minimum (0: not below).',
+    'sysctl_not_applied': '1 when a sysctl file sets another value than the kernel has '
+                          '(configured, not applied; read_only=1 where /proc/sys is read-only).',
 }
 
 
@@ -202,8 +210,25 @@ def render_audit(result, profile_items, now, duration=None, period=None):
         families.add('probe_pending', 'probe_pending', [('context', context)], 1)
     families.add('systemd_pending', 'systemd_pending', [],
                  len(result.get('systemd_pending') or []))
+    kernel_metrics(families, result.get('kernel') or [])
     _node_metrics(families, True, now, duration, period)
     return families.render()
+
+
+def kernel_metrics(families, rows):
+    """The kernel rows (reports/kernel_ceilings.rows) as metrics, label ``sysctl``: what
+    node_exporter cannot know (the configured value, the minimum, the gap, not applied)."""
+    for row in rows:
+        pairs = [('sysctl', row['name'])]
+        if row.get('configured') is not None:
+            families.add('sysctl_configured', 'sysctl_configured', pairs, row['configured'])
+        if row.get('minimum') is not None:
+            families.add('sysctl_minimum', 'sysctl_minimum', pairs, row['minimum'])
+        if row.get('gap') is not None:
+            families.add('sysctl_gap', 'sysctl_gap', pairs, row['gap'])
+        if row.get('state') == 'configured_not_applied':
+            families.add('sysctl_not_applied', 'sysctl_not_applied',
+                         pairs + [('read_only', '1' if row.get('read_only') else '0')], 1)
 
 
 def render_failure(reason, last_success=None, duration=None, period=None):

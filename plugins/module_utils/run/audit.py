@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effecti
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import kernel_ceilings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
@@ -297,6 +298,10 @@ def audit(host, params):
     except audit_job.jd.JobError as exc:
         raise AuditError(str(exc), result)
     try:
+        result['kernel'] = kernel_ceilings.rows(params.get('sysctl'))
+    except kernel_ceilings.KernelError as exc:
+        raise AuditError(str(exc), result)
+    try:
         pwd.getpwnam(user)
     except KeyError:
         raise AuditError('user: %s does not exist on this host' % user, result)
@@ -305,7 +310,7 @@ def audit(host, params):
     result['present'] = present
     result['unwritable'] = unwritable(present)
     auditor = Auditor(host, params, present)
-    warnings = []
+    warnings = kernel_ceilings.warnings(result['kernel'])
     reports = {}
     contexts = []
     try:

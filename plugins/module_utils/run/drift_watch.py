@@ -127,7 +127,10 @@ def read_profile(path):
                   timeout=data.get('probe_timeout') or 60,
                   # the watch probes afresh every time: no proof of an earlier probe is kept on
                   # the node or passed in (limits_audit is read-only; issue 31 item 20)
-                  probe_max_age=0, probe_proofs={})
+                  probe_max_age=0, probe_proofs={}, sysctl=data.get('sysctl') or {})
+    if not isinstance(params['sysctl'], dict):
+        raise ProfileError('profile_invalid', '%s: sysctl must be an object of sysctl name to '
+                           'minimum' % path)
     if not isinstance(params['user'], str) or not isinstance(params['units'], list) \
             or not all(isinstance(u, str) for u in params['units']) \
             or not isinstance(params['timeout'], int) or isinstance(params['timeout'], bool):
@@ -150,7 +153,7 @@ def child_main(stdin=None, stdout=None):
         json.dump(dict(ok=False, msg=getattr(exc, 'msg', str(exc))), stdout)
         return 0
     keep = ('contexts', 'expected', 'gaps', 'errors', 'systemd_pending', 'pam_invalid',
-            'problems')
+            'problems', 'kernel')
     json.dump(dict(ok=True, result=dict((k, result.get(k)) for k in keep),
                    warnings=list(warnings) + host.warnings), stdout)
     return 0

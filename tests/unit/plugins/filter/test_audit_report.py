@@ -16,6 +16,7 @@ AUDITED = {
     'pam_invalid': [{'path': '/etc/security/limits.conf', 'line': 3, 'text': '* soft nofle 1'}],
     'systemd_pending': [],
     'unwritable': [],
+    'kernel': [{'name': 'vm.max_map_count', 'live': 65530, 'state': 'ok'}],
     'rows': [{'context': 'login', 'item': 'nofile', 'actual': '1024:4096'}],
     'job_fit': {'fits': [], 'short': ['login']},
 }
@@ -49,8 +50,8 @@ def test_a_result_without_a_job_has_an_empty_job_fit():
 def test_a_host_that_was_not_audited_says_why(result, reason):
     report = ar.audit_host_reports([result], ['node-2'])['node-2']
     assert report == {'audited': False, 'contexts': {}, 'ceilings': {}, 'gaps': [],
-                      'pam_invalid': [], 'systemd_pending': [], 'unwritable': [], 'rows': [],
-                      'job_fit': {}, 'errors': [{'context': 'host', 'msg': reason}]}
+                      'pam_invalid': [], 'systemd_pending': [], 'unwritable': [], 'kernel': [],
+                      'rows': [], 'job_fit': {}, 'errors': [{'context': 'host', 'msg': reason}]}
     assert ar.not_audited_reason(result) == reason
 
 

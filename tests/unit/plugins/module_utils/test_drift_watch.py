@@ -197,7 +197,7 @@ def test_read_profile(tmp_path):
         'docker_image': '', 'podman_image': 'p:1', 'probe_timeout': 30}))
     assert params == dict(profile={'nofile': 65536}, user='trainer', units=['x.service'],
                           docker_image=None, podman_image='p:1', timeout=30,
-                          probe_max_age=0, probe_proofs={})
+                          probe_max_age=0, probe_proofs={}, sysctl={})
 
 
 @pytest.mark.parametrize('content,reason,words', [
