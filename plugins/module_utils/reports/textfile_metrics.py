@@ -32,6 +32,7 @@ import tempfile
 import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
 
 PREFIX = 'gpufleet_limits_'
@@ -69,6 +70,10 @@ _HELP = {
                          '(the line that wins as systemd-sysctl reads them).',
     'sysctl_minimum': 'The minimum the profile asks for a kernel ceiling.',
     'sysctl_gap': 'How far the live kernel ceiling is below the minimum (0: not below).',
+    'pids_max': 'The cgroup pids.max that governs a new process in the context (the smallest '
+                'of its cgroup and their parents; +Inf: max).',
+    'pids_gap': 'How far the pids.max of the context is below the profile\'s pids (0: not '
+                'below).',
     'sysctl_not_applied': '1 when a sysctl file sets another value than the kernel has '
                           '(configured, not applied; read_only=1 where /proc/sys is read-only).',
 }
@@ -210,9 +215,31 @@ def render_audit(result, profile_items, now, duration=None, period=None):
         families.add('probe_pending', 'probe_pending', [('context', context)], 1)
     families.add('systemd_pending', 'systemd_pending', [],
                  len(result.get('systemd_pending') or []))
+    pids_metrics(families, [r for r in result.get('rows') or [] if r.get('item') == 'pids'])
     kernel_metrics(families, result.get('kernel') or [])
     _node_metrics(families, True, now, duration, period)
     return families.render()
+
+
+def pids_metrics(families, rows):
+    """The pids rows (run/pids_audit.rows) as metrics, label ``context``: the pids.max a new
+    process gets, how far below the profile, and ``compliant`` with ``item="pids"``."""
+    for row in rows:
+        pairs = [('context', row['context'])]
+        effective = pids_model.parse_pids_max(row['actual']) if row['actual'] not in (
+            '(unknown)', None) else None
+        if effective is None:
+            continue
+        families.add('pids_max', 'pids_max', pairs,
+                     float('inf') if effective == pids_model.UNLIMITED else effective)
+        wanted = str(row.get('expected') or '').split(' ', 1)[0]
+        wanted = pids_model.parse_pids_max(wanted) if wanted and wanted != '(unknown)' else None
+        if wanted is not None:
+            distance = 0 if not pids_model.below(effective, wanted) else (
+                float('inf') if wanted == pids_model.UNLIMITED else wanted - effective)
+            families.add('pids_gap', 'pids_gap', pairs, distance)
+        families.add('compliant', 'compliant', pairs + [('item', 'pids')],
+                     0 if row.get('gap') else 1)
 
 
 def kernel_metrics(families, rows):

@@ -34,6 +34,7 @@ import sys
 import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import textfile_metrics as tm
 
 # Defaults of the entry point (the role passes its variables on the command line).
@@ -118,7 +119,11 @@ def read_profile(path):
             or not data['profile']:
         raise ProfileError('profile_invalid', '%s: no "profile" object with limits' % path)
     try:
-        model.parse_profile(data['profile'], '%s: profile' % path, floor=False)
+        # pids is a cgroup limit, no rlimit: checked apart, as the audit does
+        rlimits, pids = pids_model.split_profile(data['profile'])
+        if pids is not None:
+            pids_model.parse_profile_value(pids, '%s: profile.pids' % path, floor=False)
+        model.parse_profile(rlimits, '%s: profile' % path, floor=False)
     except model.LimitError as exc:
         raise ProfileError('profile_invalid', str(exc))
     params = dict(profile=data['profile'], user=data.get('user') or 'root',
@@ -153,7 +158,7 @@ def child_main(stdin=None, stdout=None):
         json.dump(dict(ok=False, msg=getattr(exc, 'msg', str(exc))), stdout)
         return 0
     keep = ('contexts', 'expected', 'gaps', 'errors', 'systemd_pending', 'pam_invalid',
-            'problems', 'kernel')
+            'problems', 'kernel', 'rows')
     json.dump(dict(ok=True, result=dict((k, result.get(k)) for k in keep),
                    warnings=list(warnings) + host.warnings), stdout)
     return 0

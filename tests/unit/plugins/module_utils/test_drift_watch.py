@@ -207,6 +207,7 @@ def test_read_profile(tmp_path):
     ('{"profile": {}}', 'profile_invalid', 'no "profile"'),
     ('{"profile": {"nofiles": 10}}', 'profile_invalid', 'unknown limit item'),
     ('{"profile": {"nofile": 10}, "units": "x"}', 'profile_invalid', 'units a list'),
+    ('{"profile": {"nofile": 10, "pids": "lots"}}', 'profile_invalid', 'profile.pids'),
 ])
 def test_read_profile_faults(tmp_path, content, reason, words):
     path = str(tmp_path / 'limits-watch.json') if content is None else write_profile(
@@ -215,6 +216,31 @@ def test_read_profile_faults(tmp_path, content, reason, words):
         dw.read_profile(path)
     assert caught.value.reason == reason
     assert words in caught.value.msg
+
+
+def test_read_profile_takes_pids_apart_from_the_rlimits(tmp_path):
+    params = dw.read_profile(write_profile(tmp_path, {'profile': {'nofile': 65536,
+                                                                 'pids': '33%'}}))
+    assert params['profile'] == {'nofile': 65536, 'pids': '33%'}
+
+
+def test_pids_rows_become_pids_max_gap_and_compliance():
+    result = dict(RESULT, rows=[
+        dict(context='login', item='pids', actual='300', expected='8192', gap='max'),
+        dict(context='service', item='pids', actual='max', expected='8192', gap=''),
+        dict(context='user_manager', item='pids', actual='63598', expected='63598 (33%)',
+             gap=''),
+        dict(context='login', item='nofile', actual='1024:65536', gap='soft')])
+    got = samples(tm.render_audit(result, ITEMS, 1700000000.5))
+    assert got[key('gpufleet_limits_pids_max', context='login')] == '300'
+    assert got[key('gpufleet_limits_pids_max', context='service')] == '+Inf'
+    assert got[key('gpufleet_limits_pids_gap', context='login')] == '7892'
+    assert got[key('gpufleet_limits_pids_gap', context='service')] == '0'
+    assert got[key('gpufleet_limits_pids_gap', context='user_manager')] == '0'
+    assert got[key('gpufleet_limits_compliant', context='login', item='pids')] == '0'
+    assert got[key('gpufleet_limits_compliant', context='service', item='pids')] == '1'
+    # an rlimit row gives no pids sample
+    assert not [k for k in got if 'pids' in k and 'nofile' in k]
 
 
 PARAMS = dict(profile={'nofile': 65536}, user='root', units=[], docker_image=None,
