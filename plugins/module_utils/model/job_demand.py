@@ -24,8 +24,10 @@ The formulas are upper bounds fitted to measurements of PyTorch 2.13's DataLoade
   (the batches it has sent and not yet handed over, and the one it builds).
 * ``file_system`` strategy: no descriptor per tensor (files in /dev/shm instead).
 * threads: a rank's main process runs 1 + W queue feeder threads + the pin_memory thread +
-  the intra-op pool + a CUDA/NCCL allowance; a worker runs 3 (itself, its queue feeder, the
-  descriptor sharer).
+  its CPU pools (2 per OpenMP thread: the OpenMP pool and the BLAS pool beside it) + a
+  CUDA/NCCL allowance; a worker runs 3 (itself, its queue feeder, the descriptor sharer), 5 when
+  forked from a rank whose pools run (omp_threads > 1). Thread-based workers are threads of
+  the rank: no worker process, no shared-memory descriptor, no /dev/shm.
 * /dev/shm: every tensor is a page-aligned segment; a rank has at most W * P + 2 batches in
   shared memory.
 * memory maps: every shared storage a process holds is one mapping (vm.max_map_count), beside
@@ -51,6 +53,11 @@ BASE_FDS = 64
 # Threads of the user outside the job (a login shell, an editor, a monitoring agent).
 BASE_USER_THREADS = 64
 WORKER_THREADS = 3
+# A rank's CPU thread pools: torch's OpenMP (intra-op) pool and the BLAS pool of its matrix
+# products beside it (measured with torch 2.13.0+cpu: 3 threads set, 4 more threads once a
+# product ran); a worker forked after the pools started runs 2 more threads (measured).
+POOLS_PER_OMP_THREAD = 2
+FORKED_POOL_THREADS = 2
 # Per-rank threads of CUDA, NCCL and the training loop beyond the DataLoader's.
 DEFAULT_EXTRA_THREADS = 8
 # nproc counts every thread of a user, root's services included: a profile derived from a
@@ -224,11 +231,12 @@ def demand(job):
     dist_fds, dist_threads = _dist(job)
     compilers = job['compile_workers']
     pin = 1 if job['pin_memory'] else 0
+    pools = POOLS_PER_OMP_THREAD * job['omp_threads']
     if job['worker_type'] == 'thread':
         # workers are threads of the rank: no shared-memory descriptor, no /dev/shm
         fds_main = BASE_FDS + workers * held + dist_fds
         fds_worker = maps_worker = worker_threads = processes_per_rank = 0
-        main_threads = 1 + workers + pin + job['intra_op_threads'] + job['extra_threads']
+        main_threads = 1 + workers + pin + pools + job['extra_threads']
         storages_main = 0
         shm = 0
     else:
@@ -240,8 +248,9 @@ def demand(job):
             fds_main = BASE_FDS + 2 * workers
             fds_worker = BASE_FDS + held
         fds_main += dist_fds
-        main_threads = (1 + workers + pin + job['intra_op_threads'] + job['extra_threads'])
-        worker_threads = WORKER_THREADS
+        main_threads = 1 + workers + pin + pools + job['extra_threads']
+        worker_threads = WORKER_THREADS + (FORKED_POOL_THREADS if job['omp_threads'] > 1
+                                           else 0)
         maps_worker = (BASE_MAPS + (prefetch + 2) * tensors
                        + MAPS_PER_THREAD * worker_threads)
         processes_per_rank = workers

@@ -16,8 +16,9 @@ def test_the_issue_s_job():
     # 8 ranks form a process group: 32 + 2 sockets for each of 7 peers
     assert need['fds_main'] == 64 + 32 + 18 * 2 + 32 + 2 * 7
     assert need['fds_worker'] == 64 + 6 * 2
-    # 8 x (1 + 16 + 1 pin + 4 intra-op + 8 extra + 4 process group) + 8 x 16 x 3 + 64 user
-    assert need['threads'] == 8 * 34 + 8 * 48 + 64
+    # 8 x (1 + 16 + 1 pin + 2 x 4 CPU pools + 8 extra + 4 process group) + 8 x 16 x 5
+    # (workers forked from a rank whose pools run) + 64 user threads
+    assert need['threads'] == 8 * 38 + 8 * 80 + 64
     assert need['processes'] == 8 * 17
     batch = 150 * 1024 ** 2 + 2 * 4096
     assert need['shm_bytes'] == 8 * (16 * 4 + 2) * batch
@@ -29,7 +30,7 @@ def test_the_issue_s_job():
     assert 'memlock' not in profile
     assert need['cgroup_memory_bytes'] == need['pinned_bytes'] + need['shm_bytes']
     assert need['memlock_bytes'] == 0
-    assert profile['pids'] == 2048                         # 2 x 656 tasks, rounded up
+    assert profile['pids'] == 2048                         # 2 x 944 tasks, rounded up
     assert shm % (256 * 1024 ** 2) == 0 and shm >= 2 * need['shm_bytes']
 
 
@@ -160,9 +161,9 @@ def test_compile_workers_and_omp_threads_count_as_tasks():
     job = jd.parse_job(job)
     assert job['compile_workers'] == 8 and job['intra_op_threads'] == 6
     need = jd.demand(job)
-    # 2 ranks x (1 + 4 feeders + 6 omp + 1 extra + 4 process group + 4 x 3 worker threads
-    # + 8 x 2 compile)
-    assert need['pids'] == 2 * (16 + 12 + 16)
+    # 2 ranks x (1 + 4 feeders + 2 x 6 pools + 1 extra + 4 process group + 4 x 5 worker
+    # threads + 8 x 2 compile)
+    assert need['pids'] == 2 * (22 + 20 + 16)
     assert need['threads'] == need['pids'] + 64
     assert need['processes'] == 2 * (1 + 4 + 8)
     # without cpus: at most 32 compile workers per rank
