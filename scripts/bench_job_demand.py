@@ -41,7 +41,7 @@ SHAPES = [
     (1, 3, 3, 800, 4, {}),
     (2, 2, 2, 1000, 2, {}),
     (3, 2, 3, 500, 2, {}),
-    (1, 4, 2, 2000, 2, {'worker_type': 'thread', 'open_files_per_sample': 4}),
+    (1, 4, 2, 2000, 2, {'worker_type': 'thread', 'open_files_per_sample': 4, 'omp_threads': 2}),
     (1, 2, 2, 2000, 8, {'open_files_per_sample': 16}),
     (2, 2, 2, 1000, 2, {'omp_threads': 3}),
     (4, 1, 2, 500, 2, {}),

@@ -64,7 +64,7 @@ def limits_ceilings(audit, context, kernel=None, shm_bytes=None, extra=None):
                            'source': 'probed in %s (no source reported)' % context}
     for name, value in sorted(_mapping(kernel, 'kernel').items()):
         if name not in SYSCTLS:
-            raise AnsibleFilterError('limits_ceilings: kernel.%s is not one of %s'
+            raise AnsibleFilterError('limits_ceilings: kernel: %s is not one of %s'
                                      % (name, ', '.join(SYSCTLS)))
         found[name] = {'value': value, 'source': '/proc/sys/%s' % name.replace('.', '/')}
     if shm_bytes not in (None, ''):
