@@ -91,9 +91,19 @@ PAIRS = [('fds_main', 'peak_fds_main'), ('fds_worker', 'peak_fds_worker'),
          ('maps_worker', 'peak_maps_worker')]
 
 
-def ratio(measured, predicted):
-    """measured / predicted; 0 predicted: 0 when nothing was measured either, else over 1."""
+# /dev/shm is the machine's, shared with every other process: its use is sampled for the whole
+# file system above what was in use at the start, so others' short-lived files (Python's
+# semaphores, other jobs) show as a few pages. Where the model predicts no /dev/shm at all
+# (thread workers: nothing crosses a process), a use below this is not the run's.
+SHM_NOISE = 1024 ** 2
+
+
+def ratio(measured, predicted, key=''):
+    """measured / predicted; 0 predicted: 0 when nothing was measured either (or, for
+    /dev/shm, less than SHM_NOISE), else over 1."""
     if not predicted:
+        if key == 'shm_bytes' and measured < SHM_NOISE:
+            return 0.0
         return 0.0 if not measured else float('inf')
     return round(measured / float(predicted), 3)
 
@@ -104,6 +114,7 @@ def main():
     parser.add_argument('--out', default=os.path.join(ROOT, 'benchmarks', 'job-demand'))
     args = parser.parse_args()
     rows = []
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as workdir:
         for shape in SHAPES:
             job = job_of(shape)
@@ -119,13 +130,15 @@ def main():
                                          else 0)
                 row['predicted'][key] = predicted
                 row['measured'][key] = got.get(measured, 0)
-                row['ratio'][key] = ratio(row['measured'][key], predicted)
+                row['ratio'][key] = ratio(row['measured'][key], predicted, key)
             rows.append(row)
             print(json.dumps(row), flush=True)
     torch_version = got.get('torch_version')
+    load_after = os.getloadavg()
     with open(args.out + '.json', 'w') as handle:
         json.dump(dict(date=TODAY, machine=platform.node(), cpus=os.cpu_count(),
-                       torch=torch_version, rows=rows), handle, indent=2)
+                       torch=torch_version, load_before=load_before, load_after=load_after,
+                       rows=rows), handle, indent=2)
         handle.write('\n')
     lines = ['# Job-shape demand model: predicted against measured', '',
              'No GPU: no device machine was lent to this work (checked), so every figure is '
@@ -140,8 +153,13 @@ def main():
              'job-shape terms of the row (thread workers: a pool of num_workers threads in the '
              'rank loads and collates whole batches; open files: each sample keeps that many '
              'files open until its batch is collated; omp: torch threads set and the pools '
-             'started). Maps: memory maps of one process (vm.max_map_count).'
-             % (TODAY, torch_version, os.cpu_count(), ELEMENTS), '',
+             'started). Maps: memory maps of one process (vm.max_map_count). Load average '
+             '(1 min) of the machine, which others share: %.1f before, %.1f after; a loaded '
+             'machine delivers batches further out of order, so a main process holds more. '
+             '/dev/shm is sampled for the whole file system, which the machine\'s other '
+             'processes share: where the model predicts none, under 1 MiB is not the run\'s.'
+             % (TODAY, torch_version, os.cpu_count(), ELEMENTS, load_before[0], load_after[0]),
+             '',
              '| ranks | workers | prefetch | tensors/batch | batch | terms | fds main (pred / '
              'meas) | fds worker | threads | processes | /dev/shm MiB | maps main | maps worker '
              '| max meas/pred |',
@@ -153,7 +171,7 @@ def main():
             pred, meas = row['predicted'][key], row['measured'][key]
             if key == 'shm_bytes':
                 pred, meas = pred / 1024.0 ** 2, meas / 1024.0 ** 2
-                cells.append('%.1f / %.1f' % (pred, meas))
+                cells.append('%.1f / %.2f' % (pred, meas))
             else:
                 cells.append('%d / %d' % (pred, meas))
         shape = row['shape']
