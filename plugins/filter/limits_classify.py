@@ -43,7 +43,7 @@ def _soft(actual):
     """The soft side of an audit row's 'soft:hard' (or a {soft, hard} mapping)."""
     if isinstance(actual, dict):
         return actual.get('soft')
-    return str(actual).split(':')[0] if actual not in (None, '') else None
+    return str(actual).split(':', 1)[0] if actual not in (None, '') else None
 
 
 def limits_ceilings(audit, context, kernel=None, shm_bytes=None, extra=None):
