@@ -15,6 +15,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
+
 _RESULT_DEFAULTS = {
     'ok': False, 'error': '', 'fd_exhausted': False, 'samples_per_s': 0.0, 'peak_fds': 0,
     'nofile_soft': None, 'nofile_hard': None,
@@ -116,9 +118,35 @@ def classify_failure(record):
                 text_kind='')
 
 
+def ceiling_of(record):
+    """The ceiling a failed run ran into (model/classify.py): its error text and traceback,
+    its measured peaks, and the ceilings the run itself read (its /proc/self/limits, the size
+    of its /dev/shm); {ceiling, evidence, value, peak, source, reason, candidates, summary}."""
+    limits = record.get('limits') or {}
+    text = '\n'.join(str(record.get(key) or '') for key in ('traceback', 'error'))
+    used = _number(record.get('peak_shm_bytes'))
+    if used is not None:
+        used += _number(record.get('shm_used_at_start_bytes')) or 0
+    peaks = dict(nofile=_number(record.get('peak_fds')),
+                 threads=_number(record.get('peak_threads')), shm_bytes=used,
+                 maps=max(_number(record.get('peak_maps_main')) or 0,
+                          _number(record.get('peak_maps_worker')) or 0) or None)
+    ceilings = {'shm': {'value': record.get('shm_size_bytes'),
+                        'source': "the run's /dev/shm (statfs)"}}
+    for item in ('nofile', 'nproc'):
+        soft = (limits.get(item) or {}).get('soft')
+        if item == 'nofile' and record.get('nofile_soft') is not None:
+            soft = record['nofile_soft']
+        ceilings[item] = {'value': soft, 'source': "soft %s of the run's /proc/self/limits "
+                                                   "(the audit names its file)" % item}
+    verdict = cl.classify(text, peaks, ceilings)
+    verdict['summary'] = cl.summary(verdict)
+    return verdict
+
+
 def classified(record):
     """The record with its failure classified (classify_failure): exhausted, fd_exhausted,
-    exhausted_how, cause; a run that passed gets none of it."""
+    exhausted_how, cause, and ``ceiling`` (ceiling_of); a run that passed gets none of it."""
     if record.get('ok') or record.get('cause'):
         return record
     found = classify_failure(record)
@@ -126,7 +154,22 @@ def classified(record):
     record['fd_exhausted'] = found['kind'] == 'nofile'
     record['exhausted_how'] = found['how']
     record['cause'] = found['cause']
+    record['ceiling'] = ceiling_of(record)
     return record
+
+
+def _ceiling_words(record):
+    """'; ceiling nofile' for a failed run whose ceiling is known, '; ceiling pids.max or
+    nproc (no measured peak reached one)' where the error fits several, else ''."""
+    verdict = record.get('ceiling')
+    if not isinstance(verdict, dict):
+        return ''
+    if verdict.get('ceiling') not in (None, '', cl.UNKNOWN):
+        return '; ceiling %s' % verdict['ceiling']
+    if verdict.get('candidates'):
+        return '; ceiling %s (no measured peak reached one)' % ' or '.join(
+            c for c in verdict['candidates'])
+    return ''
 
 
 def dataloader_check_parse(stdout, rc=None, stderr='', label=''):
@@ -265,9 +308,10 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             # A run classified from its measured peaks says so before the error text, which
             # (an EOFError of a worker queue) does not name the limit.
             by_peak = record.get('exhausted_how') == 'peak'
-            problems.append('%s: %s%s (nofile %s)' % (
+            problems.append('%s: %s%s (nofile %s%s)' % (
                 shown, '%s ran out (%s): ' % (record['exhausted'], _peak_text(record))
-                if by_peak else '', last_line(record['error']), limit))
+                if by_peak else '', last_line(record['error']), limit,
+                _ceiling_words(record)))
             parts.append('%s FAILED%s%s nofile %s' % (
                 shown, ' (%s ran out)' % record['exhausted'] if record.get('exhausted') else '',
                 ' at %s,' % _peak_text(record) if by_peak else '', limit))

@@ -11,6 +11,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import (
     classified, last_line, measured_peaks)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand as jd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as lm
 
 # What the job's demand predicts for each limit a run can run out of, as words.
 _PREDICTED = {
@@ -151,7 +152,8 @@ def dataloader_check_guidance(results, job=None, field='dataloader_check_job'):
                                       'seen here, so it only pins host memory')
         elif not parsed['pin_memory'] and cuda:
             guidance['pin_memory'] = ('a GPU is there: pin_memory=True makes the host-to-GPU '
-                                      'copy asynchronous (memlock: see limits_job)')
+                                      'copy asynchronous (pinned bytes count against the cgroup\'s memory, '
+                                      'not memlock)')
     if guidance['pin_memory']:
         parts.append(guidance['pin_memory'])
     guidance['summary'] = '%s: %s' % (results.get('host') or 'host',
@@ -161,17 +163,28 @@ def dataloader_check_guidance(results, job=None, field='dataloader_check_job'):
 
 
 def job_demand(job, field='dataloader_job'):
-    """The predicted peaks of a job: fds_main, fds_worker, nofile, threads, processes,
-    shm_bytes, pinned_bytes."""
+    """The predicted peaks of a job (job_demand.demand): fds_main, fds_worker, nofile, threads,
+    pids, processes, map_count, file_handles, shm_bytes, pinned_bytes, cgroup_memory_bytes,
+    memlock_bytes, ..."""
     return jd.demand(_parse(job, field))
 
 
 def job_profile(job, field='dataloader_job', nr_open=None):
-    """A limits profile ({nofile, nproc[, memlock]}) that holds the job with its headroom."""
+    """A limits profile ({nofile, nproc[, pids][, memlock]}) that holds the job with its
+    headroom: the items of the limit model (``pids`` where the model knows that item; memlock
+    only for RDMA registration). The kernel's minima are ``job_sysctl``'s."""
     try:
-        return jd.profile(_parse(job, field), nr_open)[0]
+        found = jd.profile(_parse(job, field), nr_open)[0]
     except jd.JobError as exc:
         raise AnsibleFilterError(str(exc))
+    return dict((item, value) for item, value in found.items()
+                if item in lm.ITEM_NAMES)
+
+
+def job_sysctl(job, field='dataloader_job'):
+    """{sysctl: minimum} the job needs of its nodes' kernel (vm.max_map_count, fs.file-max,
+    fs.inotify.max_user_instances when it uses inotify), with its headroom."""
+    return jd.sysctl_minima(_parse(job, field))
 
 
 def job_shm_size(job, field='dataloader_job'):
@@ -202,6 +215,7 @@ class FilterModule(object):
             'job_report': job_report,
             'job_demand': job_demand,
             'job_profile': job_profile,
+            'job_sysctl': job_sysctl,
             'job_shm_size': job_shm_size,
             'job_fit': job_fit,
         }

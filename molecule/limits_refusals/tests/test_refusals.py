@@ -172,9 +172,9 @@ def test_a_bad_job_shape_is_refused_naming_the_field(host, unchanged):
 
 
 def test_the_profile_follows_the_job_shape(host):
-    """issue 13.1: limits_job sizes nofile (8068 descriptors a process x 1.5, rounded up to
-    12288), nproc (at least 4096) and Docker's /dev/shm from the job; memlock stays
-    limits_profile's. The job's sizes are minimums (issue 31): the node's 16384 is kept, and
+    """issue 13.1: limits_job sizes nofile (8102 descriptors a process, its 2 ranks in one
+    process group, x 1.5, rounded up to 12288), nproc (at least 4096) and Docker's /dev/shm
+    from the job; memlock stays limits_profile's (the job registers no RDMA memory). The job's sizes are minimums (issue 31): the node's 16384 is kept, and
     the run says so."""
     # docker.service allows 3 starts a minute: the tests before restarted it already
     host.run('systemctl reset-failed docker.service')

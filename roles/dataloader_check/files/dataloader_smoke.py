@@ -183,6 +183,15 @@ def on_sigterm(signum, frame):  # pylint: disable=unused-argument
     raise Terminated('terminated by signal %d (the run timed out)' % signum)
 
 
+def count_maps(pid):
+    """Memory maps of a process (what vm.max_map_count bounds), None when it is gone."""
+    try:
+        with open('/proc/%d/maps' % pid, 'rb') as handle:
+            return handle.read().count(b'\n')
+    except OSError:
+        return None
+
+
 def count_threads(pid):
     try:
         return len(os.listdir('/proc/%d/task' % pid))
@@ -235,6 +244,8 @@ class FdSampler(threading.Thread):
         self.shm_base = shm_used() or 0
         self.peak_shm = 0
         self.peak_rss = 0
+        self.peak_maps_main = 0
+        self.peak_maps_worker = 0
         self.workers_seen = set()
         self._stop_event = threading.Event()
 
@@ -254,6 +265,10 @@ class FdSampler(threading.Thread):
             threads += count_threads(child) or 0
             rss += rss_bytes(child) or 0
         self.peak_main = max(self.peak_main, main)
+        if self.count_self:
+            self.peak_maps_main = max(self.peak_maps_main, count_maps(self.pid) or 0)
+        for child in below:
+            self.peak_maps_worker = max(self.peak_maps_worker, count_maps(child) or 0)
         self.peak_total = max(self.peak_total, total)
         self.peak_threads = max(self.peak_threads, threads)
         self.peak_rss = max(self.peak_rss, rss)
@@ -386,10 +401,21 @@ def make_dataset_class(torch):
     class DiskDataset(torch.utils.data.Dataset):
         """Each item: open the sample file, check its header, decode it into K tensors."""
 
-        def __init__(self, data_dir):
+        def __init__(self, data_dir, open_files=0):
             self.paths = sorted(
                 os.path.join(data_dir, name) for name in os.listdir(data_dir)
                 if name.startswith('sample-') and name.endswith('.bin'))
+            # files each sample keeps open until its batch is collated (a dataset whose
+            # samples hold file handles: h5py, memory-mapped shards), per loading thread
+            self.open_files = open_files
+            self.held = {}
+
+        def collate(self, samples):
+            """default_collate, then close the files the samples of this batch held."""
+            batch = torch.utils.data.default_collate(samples)
+            for fd in self.held.pop(threading.get_ident(), []):
+                os.close(fd)
+            return batch
 
         def __len__(self):
             return len(self.paths)
@@ -397,6 +423,8 @@ def make_dataset_class(torch):
         def __getitem__(self, index):
             with open(self.paths[index], 'rb') as handle:
                 raw = handle.read()
+            self.held.setdefault(threading.get_ident(), []).extend(
+                os.open(self.paths[index], os.O_RDONLY) for _n in range(self.open_files))
             if raw[:5] != MAGIC:
                 raise ValueError('%s: not a dataset file' % self.paths[index])
             tensors, elements = struct.unpack('<III', raw[5:17])[1:]
@@ -454,6 +482,22 @@ def parse_args(argv):
                              'this first (canary)')
     parser.add_argument('--soft-nofile', type=int, default=0,
                         help='lower the soft nofile limit to this first (canary)')
+    parser.add_argument('--worker-type', choices=['process', 'thread'], default='process',
+                        help='thread: the workers are threads of the rank (a thread pool that '
+                             'loads and collates whole batches, num_workers x prefetch_factor '
+                             'in flight), as thread-based DataLoader workers do')
+    parser.add_argument('--open-files-per-sample', type=int, default=0,
+                        help='synthetic pipeline: files each sample keeps open until its batch '
+                             'is collated')
+    parser.add_argument('--omp-threads', type=int, default=0,
+                        help='torch.set_num_threads in each rank, and one matrix product to '
+                             'start the pool (0: leave it)')
+    parser.add_argument('--process-group', action='store_true',
+                        help='with --ranks > 1: the ranks form a Gloo process group on '
+                             'localhost (one all_reduce) and keep it while they load')
+    parser.add_argument('--rank', type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument('--world-size', type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument('--pg-port', type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -476,13 +520,32 @@ def run(args, result):
     else:
         result['dataset_built'] = build_dataset(args.data_dir, args.samples,
                                                 args.tensors_per_sample, args.elements)
-        dataset = make_dataset_class(torch)(args.data_dir)
+        dataset = make_dataset_class(torch)(args.data_dir, args.open_files_per_sample)
     result['cuda_available'] = bool(torch.cuda.is_available())
     if len(dataset) == 0:
         raise ValueError('%s holds no samples' % args.data_dir)
     workers = args.num_workers or default_workers(args.max_workers)
     result['num_workers'] = workers
-    measure(torch, dataset, args, workers, result)
+    result['worker_type'] = args.worker_type
+    if args.omp_threads:
+        torch.set_num_threads(args.omp_threads)
+        torch.mm(torch.rand(512, 512), torch.rand(512, 512))    # starts the intra-op pool
+    result['intra_op_threads'] = torch.get_num_threads()
+    group = None
+    if args.world_size > 1:
+        import torch.distributed as dist
+        dist.init_process_group('gloo', init_method='tcp://127.0.0.1:%d' % args.pg_port,
+                                rank=args.rank, world_size=args.world_size)
+        group = dist
+        total = torch.ones(1)
+        dist.all_reduce(total)
+        result['world_size'] = int(total.item())
+    try:
+        measure(torch, dataset, args, workers, result)
+    finally:
+        if group is not None:
+            group.barrier()
+            group.destroy_process_group()
     if args.sweep_workers:
         # Throughput against num_workers (informational: a failed point does not fail the run).
         result['sweep'] = []
@@ -517,6 +580,13 @@ def rank_argv(args, index):
         argv += [flag, str(value)]
     if args.sharing_strategy:
         argv += ['--sharing-strategy', args.sharing_strategy]
+    for flag, value in (('--worker-type', args.worker_type),
+                        ('--open-files-per-sample', args.open_files_per_sample),
+                        ('--omp-threads', args.omp_threads)):
+        argv += [flag, str(value)]
+    if args.process_group:
+        argv += ['--rank', str(index), '--world-size', str(args.ranks),
+                 '--pg-port', str(args.pg_port)]
     return argv
 
 
@@ -530,6 +600,10 @@ def run_ranks(args, result):
     else:
         result['dataset_built'] = build_dataset(args.data_dir, args.samples,
                                                 args.tensors_per_sample, args.elements)
+    if args.process_group:
+        with socket.socket() as probe:      # a free port for the group's store
+            probe.bind(('127.0.0.1', 0))
+            args.pg_port = probe.getsockname()[1]
     sampler = FdSampler(count_self=False)
     sampler.start()
     started = time.monotonic()
@@ -559,7 +633,8 @@ def run_ranks(args, result):
         result[key] = next((r[key] for r in ranks if key in r), None)
     result['samples'] = sum(r.get('samples', 0) for r in ranks)
     result['samples_per_s'] = round(sum(r.get('samples_per_s', 0.0) for r in ranks), 2)
-    for key in ('peak_fds_main', 'peak_fds_worker', 'peak_fds'):
+    for key in ('peak_fds_main', 'peak_fds_worker', 'peak_fds', 'peak_maps_main',
+                'peak_maps_worker'):
         result[key] = max(r.get(key, 0) for r in ranks)
     result['peak_fds_total'] = sampler.peak_total
     result['peak_threads'] = sampler.peak_threads
@@ -620,16 +695,53 @@ def plot_png(result, path, width=480, height=300):
     os.replace(tmp, path)
 
 
+class ThreadLoader(object):
+    """Thread-based workers: ``workers`` threads of this process load and collate whole
+    batches, ``workers x prefetch`` batches in flight, yielded in order. No worker process,
+    so no shared-memory descriptor and no /dev/shm: the demand moves to threads."""
+
+    def __init__(self, dataset, batch_size, workers, prefetch, timeout, collate):
+        self.dataset, self.batch_size, self.workers = dataset, batch_size, workers
+        self.prefetch, self.timeout, self.collate = prefetch, timeout or None, collate
+
+    def _load(self, indices):
+        return self.collate([self.dataset[index] for index in indices])
+
+    def __iter__(self):
+        import collections
+        from concurrent.futures import ThreadPoolExecutor
+        order = list(range(len(self.dataset)))
+        batches = iter([order[start:start + self.batch_size]
+                        for start in range(0, len(order), self.batch_size)])
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            pending = collections.deque()
+            for indices in batches:
+                pending.append(pool.submit(self._load, indices))
+                if len(pending) >= self.workers * self.prefetch:
+                    break
+            while pending:
+                batch = pending.popleft().result(self.timeout)
+                indices = next(batches, None)
+                if indices is not None:
+                    pending.append(pool.submit(self._load, indices))
+                yield batch
+
+
 def measure(torch, dataset, args, workers, result):
     """Iterate the dataset with `workers` workers; fill samples/s and the fd peaks into result.
 
     The workers are shut down before it returns or raises, and any process the run left is
     killed: a failed point of a sweep must not leave workers holding descriptors and /dev/shm
     for the next measurement."""
-    loader = torch.utils.data.DataLoader(
-        dataset, batch_size=args.batch_size, num_workers=workers,
-        prefetch_factor=args.prefetch_factor, timeout=args.timeout, shuffle=False,
-        worker_init_fn=die_with_parent if workers else None)
+    collate = getattr(dataset, 'collate', None)
+    if args.worker_type == 'thread':
+        loader = ThreadLoader(dataset, args.batch_size, workers, args.prefetch_factor,
+                              args.timeout, collate or torch.utils.data.default_collate)
+    else:
+        loader = torch.utils.data.DataLoader(
+            dataset, batch_size=args.batch_size, num_workers=workers,
+            prefetch_factor=args.prefetch_factor, timeout=args.timeout, shuffle=False,
+            worker_init_fn=die_with_parent if workers else None, collate_fn=collate)
     sampler = FdSampler()
     sampler.start()
     samples = 0
@@ -669,6 +781,8 @@ def measure(torch, dataset, args, workers, result):
         result['peak_shm_bytes'] = sampler.peak_shm
         result['shm_used_at_start_bytes'] = sampler.shm_base
         result['peak_rss_bytes'] = sampler.peak_rss
+        result['peak_maps_main'] = sampler.peak_maps_main
+        result['peak_maps_worker'] = sampler.peak_maps_worker
         result['workers_seen'] = len(sampler.workers_seen)
     expected = len(dataset) * args.epochs
     if samples != expected:

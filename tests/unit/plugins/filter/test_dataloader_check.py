@@ -72,7 +72,7 @@ def test_report_failed_context():
     assert not report['ok']
     assert report['problems'] == ['service: RuntimeError: unable to open shared memory object '
                                   '</torch_1_2_3> in read-write mode: Too many open files (24) '
-                                  '(nofile 1024/16384)']
+                                  '(nofile 1024/16384; ceiling nofile)']
 
 
 def test_report_without_canary():
@@ -290,7 +290,7 @@ def test_summary_says_images_per_second_and_what_ran_out():
     assert 'container FAILED (shm ran out) nofile 20000/20000' in report['summary']
     assert report['problems'] == ['container: RuntimeError: unable to allocate shared memory(shm) '
                                   'for file </torch_1_2_3>: No space left on device (28) '
-                                  '(nofile 20000/20000)']
+                                  '(nofile 20000/20000; ceiling shm)']
 
 
 @pytest.mark.skipif(_torch_python() is None, reason='no torch here (set TORCH_PYTHON)')

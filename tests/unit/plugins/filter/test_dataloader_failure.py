@@ -54,7 +54,7 @@ def test_an_eof_error_at_4094_of_4096_descriptors_ran_out_of_nofile():
     report = dc.dataloader_check_report({'login': record}, None, 'gpu-01', False)
     assert not report['ok']
     assert report['problems'] == ['login: nofile ran out (peak 4094 of soft 4096): EOFError: '
-                                  '(nofile 4096/4096)']
+                                  '(nofile 4096/4096; ceiling nofile)']
     assert report['summary'] == ('gpu-01: FAILED: login FAILED (nofile ran out) at peak 4094 of '
                                  'soft 4096, nofile 4096/4096')
 
@@ -186,3 +186,22 @@ def test_the_job_fit_line_of_a_run_that_failed_on_no_limit_says_so():
     assert report['summary'] == (
         'job 1 ranks x 2 workers: login does NOT fit: the run failed, not on a limit '
         '(EOFError:) (nofile 4096 for a predicted 4068 per process, headroom 1.01x)')
+
+
+def test_a_failed_run_names_its_ceiling_from_the_classifier():
+    """The role's record carries the classifier's verdict: the ceiling, the line that shows
+    it, and where the error fits two ceilings (a thread that could not start), no verdict
+    without a measured peak at one of them."""
+    record = parsed(error="RuntimeError: can't start new thread", peak_threads=40,
+                    peak_fds=30, traceback='Traceback ...\nRuntimeError: can\'t start new thread')
+    verdict = record['ceiling']
+    assert verdict['ceiling'] == 'unknown' and verdict['candidates'] == ['pids.max', 'nproc']
+    report = dc.dataloader_check_report({'login': record}, None, 'gpu-01', False)
+    assert report['problems'][0].endswith(
+        '; ceiling pids.max or nproc (no measured peak reached one))')
+    record = parsed(error="RuntimeError: can't start new thread", peak_threads=4095,
+                    peak_fds=30, limits={'nofile': {'soft': 4096, 'hard': 4096},
+                                         'nproc': {'soft': 4096, 'hard': 4096}})
+    assert record['ceiling']['ceiling'] == 'nproc'
+    assert record['ceiling']['evidence'] == "RuntimeError: can't start new thread"
+    assert "soft nproc of the run's /proc/self/limits" in record['ceiling']['source']
