@@ -12,6 +12,7 @@ from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import 
     classified, last_line, measured_peaks)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand as jd
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as lm
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 
 # What the job's demand predicts for each limit a run can run out of, as words.
 _PREDICTED = {
@@ -178,7 +179,7 @@ def job_profile(job, field='dataloader_job', nr_open=None):
     except jd.JobError as exc:
         raise AnsibleFilterError(str(exc))
     return dict((item, value) for item, value in found.items()
-                if item in lm.ITEM_NAMES)
+                if item in lm.ITEM_NAMES or item == pids_model.NAME)
 
 
 def job_sysctl(job, field='dataloader_job'):

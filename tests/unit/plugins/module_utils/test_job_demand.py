@@ -208,3 +208,13 @@ def test_bad_new_fields_name_the_field(change, message):
     with pytest.raises(jd.JobError) as info:
         jd.parse_job(dict(BASE, **change))
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_the_job_profile_filter_gives_pids_and_leaves_the_sysctls_to_job_sysctl():
+    """The limits role combines job_profile into limits_profile (pids included: a cgroup
+    item limits_profile sets) and gives job_sysctl to sysctl_ceilings."""
+    from ansible_collections.gpufleet.tuning.plugins.filter import job_shape
+    profile = job_shape.job_profile(dict(JOB))
+    assert profile['pids'] == jd.profile(jd.parse_job(dict(JOB)))[0]['pids']
+    assert 'sysctl' not in profile and {'nofile', 'nproc'} <= set(profile)
+    assert set(job_shape.job_sysctl(dict(JOB))) >= {'vm.max_map_count', 'fs.file-max'}
