@@ -19,7 +19,9 @@ description:
     values into C(/proc/sys) (as C(sysctl -w) does) where it is writable - first, so that a
     value the kernel refuses fails naming the sysctl with nothing written (the live values
     written before it put back).
-  - A plain value is a minimum. The value written is the highest of the minimum, the live value
+  - A plain value is a minimum. A minimum the node holds already, live and at boot (the line
+    that decides it, or none - the kernel's default), writes no line (C(action=met)).
+    Otherwise the value written is the highest of the minimum, the live value
     and the value the sysctl configuration sets now, so nothing is lowered unless asked with
     a mapping with C(value) and C(exact=true). RV(sysctl) reports each value kept above the minimum
     (C(action=kept), C(kept_from)) and each one lowered as asked (C(action=lowered)), with a
@@ -51,8 +53,8 @@ options:
     required: true
   job_sysctl:
     description:
-      - A training job's kernel needs (the C(sysctl) key of the C(gpufleet.tuning.job_profile)
-        filter's output), minimums like O(sysctl). For a name in both the higher minimum wins;
+      - A training job's kernel needs (the C(gpufleet.tuning.job_sysctl) filter's output),
+        minimums like O(sysctl). For a name in both the higher minimum wins;
         an C(exact) entry of O(sysctl) wins. Errors name C(job_sysctl.NAME).
     type: dict
     default: {}
@@ -135,7 +137,8 @@ sysctl:
   description:
     - One row per requested sysctl - C(name), C(asked), C(exact), C(live) (the value in
       C(/proc/sys) after the call), C(configured) (the line that decided it before, C(name),
-      C(value), C(source) C(file:line), or null), C(value) (written), C(action) (C(written),
+      C(value), C(source) C(file:line), or null), C(value) (written), C(action) (C(met) - the
+      node holds the minimum live and at boot, no line written and C(value) null; C(written),
       C(kept) with C(kept_from), or C(lowered)), C(source) and C(boot_value) (the line that
       decides it after the call and its value), C(applied) (the live value is the boot value)
       and C(not_applied) (why not).

@@ -82,6 +82,16 @@ def _want(field, name, spec, state, root):
     return Want(field, key, value, exact)
 
 
+def met(want, live, before):
+    """Does the node hold a plain minimum already, now and at boot: the live value at least
+    ``asked``, and the line that decides it at boot too (no line: the kernel's default, which
+    the live value is unless someone ran ``sysctl -w``)? Then no line is written for it."""
+    if want.exact or live is None or live < want.asked:
+        return False
+    configured = conf.as_int(before.value) if before is not None else None
+    return configured is None or configured >= want.asked
+
+
 def choose(want, live, before):
     """(value to write, action, source) for one Want: ``live`` the /proc/sys value (int or
     None), ``before`` the Assignment that decides it now (or None)."""
@@ -100,6 +110,8 @@ def choose(want, live, before):
 def edit_text(current, wants, values, state):
     """The file's new text: each wanted key's last line replaced in place (or appended),
     every other line kept byte for byte; None when state=absent leaves only the header."""
+    if current is None and state == 'present' and not [w for w in wants if w.key in values]:
+        return None         # every minimum met: no file of ours to create
     text = current if current is not None else HEADER
     lines = text.splitlines(True)
     for want in wants:
@@ -115,6 +127,8 @@ def edit_text(current, wants, values, state):
             for index in reversed(owned):
                 del lines[index]
             continue
+        if want.key not in values:
+            continue        # met: the node holds the minimum already, no line of ours
         new_line = '%s = %d\n' % (want.name, values[want.key])
         if owned:
             last = owned[-1]
@@ -151,7 +165,9 @@ def plan_change(params, root=None):
         decided = conf.resolve(before, want.key)['winner']
         row = dict(name=want.name, asked=want.asked, exact=want.exact, live=live,
                    configured=decided.as_dict() if decided else None)
-        if state == 'present':
+        if state == 'present' and met(want, live, decided):
+            row.update(value=None, action='met', kept_from=None)
+        elif state == 'present':
             value, action, source = choose(want, live, decided)
             values[want.key] = value
             row.update(value=value, action=action, kept_from=source)
@@ -164,8 +180,8 @@ def plan_change(params, root=None):
         winner = resolved['winner']
         row['source'] = winner.where if winner else None
         row['boot_value'] = conf.as_int(winner.value) if winner else None
-        if state == 'present' and (winner is None or winner.path != path) and \
-                row['boot_value'] != values[want.key]:
+        if state == 'present' and want.key in values and (
+                winner is None or winner.path != path) and row['boot_value'] != values[want.key]:
             conflicts.append(dict(name=want.name, source=winner.where if winner else None,
                                   value=winner.value if winner else None, ours=values[want.key],
                                   msg=conflict_message(want, winner, path, values[want.key])))

@@ -189,8 +189,9 @@ def test_plan_writes_the_highest_of_minimum_live_and_configured(tmp_path):
     rows = dict((r['name'], r) for r in change.result['sysctl'])
     assert rows['vm.max_map_count']['value'] == 1048576
     assert rows['vm.max_map_count']['action'] == 'written'
-    assert rows['fs.file-max']['value'] == 9223372036854775807       # live kept
-    assert rows['fs.file-max']['kept_from'] == '/proc/sys/fs/file-max'
+    # held already, now and at boot (no line sets it: the kernel's default): no line of ours
+    assert rows['fs.file-max']['action'] == 'met' and rows['fs.file-max']['value'] is None
+    assert 'fs.file-max' not in change.new
     assert rows['fs.inotify.max_user_instances']['value'] == 512      # configured kept
     assert rows['fs.inotify.max_user_instances']['kept_from'] == \
         '/usr/lib/sysctl.d/50-x.conf:1'
@@ -205,11 +206,23 @@ def test_plan_keeps_other_lines_byte_for_byte_and_is_idempotent(tmp_path):
     root = _tree(tmp_path, {PATH: mine}, PROC)
     change = plan.plan_change(_params({'vm.max_map_count': 1048576,
                                        'fs.nr_open': 1048576}), root)
+    # fs.nr_open: the node has 1048576 already (met): no line added
     assert change.new == ('# mine\r\nnet.core.somaxconn=4096\nvm.max_map_count = 1048576\n'
-                          'kernel.pid_max = 4194304\nfs.nr_open = 1048576\n')
+                          'kernel.pid_max = 4194304')
     _write(change, root)
     again = plan.plan_change(_params({'vm.max_map_count': 1048576, 'fs.nr_open': 1048576}), root)
     assert again.new == again.current and not again.changed
+
+
+def test_a_minimum_the_node_holds_writes_nothing_and_warns_nothing(tmp_path):
+    """A job's minima below what the node has (live and at boot) leave the node as it is:
+    no file, no warning on every run."""
+    root = _tree(tmp_path, {'/usr/lib/sysctl.d/50-x.conf': 'vm.max_map_count = 262144\n',
+                            '/etc/sysctl.d/.keep': ''}, dict(PROC, **{'vm.max_map_count': 262144}))
+    change = plan.plan_change(_params({'vm.max_map_count': 13312, 'fs.file-max': 138240}), root)
+    assert [r['action'] for r in change.result['sysctl']] == ['met', 'met']
+    assert not change.warnings and change.result['conflicts'] == []
+    assert change.current is None and change.new is None and not change.changed
 
 
 def test_a_minimum_below_the_file_keeps_the_file_and_exact_lowers(tmp_path):
