@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core import comman
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import core_dumps
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
@@ -348,6 +349,10 @@ def audit(host, params):
                   predicted, dict((e['context'], e) for e in probed['errors']
                                   if e.get('kind') == errors.BUSY),
                   pending_actions(reports, host)))
+    # where cores go, and the profile's core limit judged against it (one judgement: core_dumps)
+    result['core'] = core_dumps.section(model.parse_profile(profile, 'profile', floor=False))
+    if result['core']['warning']:
+        warnings.append(result['core']['warning'])
     if job:
         result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
     return result, warnings
