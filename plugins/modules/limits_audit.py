@@ -130,6 +130,9 @@ rows:
       at it (the action that applies a setting not applied yet, the line that sets the value a new
       process gets, or the tune's own file where no file sets it); empty where a file sets other
       values than the process gets and nothing says why.
+    - A C(memlock) row of a container context whose non-root process was probed has C(note): the
+      memlock that process gets and whether CAP_IPC_LOCK is in its effective set (without it that
+      memlock is all it can lock).
   returned: success
   type: list
   elements: dict
@@ -145,6 +148,10 @@ contexts:
   description:
     - Per context, the probe command and the limits it got (effective_limits' form); a reused
       probe (O(probe_max_age)) has C(reused) with C(proved_at) and C(age_s).
+    - C(docker) and C(podman) have C(nonroot) when a new container was started: one more container
+      of the same image as C(--user 65534:65534) and what its process gets, C(command), C(uid),
+      C(memlock), C(caps) (CapEff and the other sets of /proc/self/status), C(ipc_lock)
+      (CAP_IPC_LOCK effective), C(ipc_lock_bounding) and C(seconds); or C(error) when it failed.
   returned: success
   type: dict
   sample: {login: {command: "runuser -l trainer -c 'cat /proc/self/limits'", limits: {}}}

@@ -22,6 +22,7 @@ import time
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+
 class Samples(Dataset):
     def __init__(self, count):
         self.count = count

@@ -15,9 +15,10 @@ APPORT = '|/usr/share/apport/apport -p%p -s%s -c%c -d%d -P%P -u%u -g%g -- %E'
 def node(tmp_path, pattern, mounts=('/',), files=None):
     """A fake root: its core_pattern, a mountinfo with ``mounts`` and ``files`` {path: text}."""
     root = str(tmp_path)
-    lines = ['%d 1 0:%d / %s rw - %s dev%d rw' % (20 + i, i, mount, 'ext4' if mount == '/'
-                                                 else 'xfs', i)
-             for i, mount in enumerate(mounts)]
+    lines = []
+    for i, mount in enumerate(mounts):
+        kind = 'ext4' if mount == '/' else 'xfs'
+        lines.append('%d 1 0:%d / %s rw - %s dev%d rw' % (20 + i, i, mount, kind, i))
     files = dict(files or {})
     files.update({cd.PATTERN: pattern + '\n', cd.MOUNTINFO: '\n'.join(lines) + '\n'})
     for path, text in files.items():
