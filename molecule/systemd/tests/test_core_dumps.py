@@ -11,7 +11,7 @@ CRASH_DIR = '/tmp/gpufleet-core-check'
 
 def test_the_audit_reports_where_cores_go(host):
     pattern = host.file('/proc/sys/kernel/core_pattern').content_string.rstrip('\n')
-    ok, result = run_module(host, 'gpufleet.tuning.limits_audit', {'profile': PROFILE, 'user': USER})
+    ok, result, _out = run_module(host, 'gpufleet.tuning.limits_audit', {'profile': PROFILE, 'user': USER})
     assert ok, result['output']
     core = result['core']
     assert core['pattern'] == pattern and core['core_limit'] == 'unlimited:unlimited'
@@ -39,14 +39,14 @@ def test_the_audit_reports_where_cores_go(host):
 
 
 def test_limits_profile_warns_as_the_audit_does_and_not_for_a_small_core(host):
-    ok, audit = run_module(host, 'gpufleet.tuning.limits_audit', {'profile': PROFILE, 'user': USER})
+    ok, audit, _out = run_module(host, 'gpufleet.tuning.limits_audit', {'profile': PROFILE, 'user': USER})
     assert ok, audit['output']
-    ok, result = run_module(host, 'gpufleet.tuning.limits_profile',
-                            {'profile': PROFILE, 'contexts': ['systemd_system']}, check=True)
+    ok, result, _out = run_module(host, 'gpufleet.tuning.limits_profile',
+                                  {'profile': PROFILE, 'contexts': ['systemd_system']}, check=True)
     assert ok, result['output']
     said = 'core: %s' % audit['core']['warning']
     assert (said in result['output']) == bool(audit['core']['warning']), result['output']
-    ok, result = run_module(host, 'gpufleet.tuning.limits_profile', {
+    ok, result, _out = run_module(host, 'gpufleet.tuning.limits_profile', {
         'profile': {'core': {'soft': 0, 'hard': 'unlimited'}, 'nofile': 4096},
         'contexts': ['systemd_system']}, check=True)
     assert ok, result['output']
