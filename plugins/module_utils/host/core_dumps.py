@@ -134,7 +134,7 @@ def _systemd_coredump(report, root):
             settings['MaxUse']['value'], settings['MaxUse']['source']))
     elif store['size_bytes']:
         cap = dict(bytes=min(store['size_bytes'] // DEFAULT_MAX_USE_SHARE, DEFAULT_MAX_USE_TOP),
-                   source="MaxUse='s default: 10%% of %s, at most 4G" % store['mount'])
+                   source='the default MaxUse= (10%% of %s, at most 4G)' % store['mount'])
     else:
         cap = None
     report['coredump'].update(store=COREDUMP_STORE, cap=cap)

@@ -43,7 +43,7 @@ def test_systemd_coredump_default_stores_on_root_with_its_default_cap(tmp_path):
     assert found['store']['mount'] == '/' and found['store']['on_root']
     size = found['store']['size_bytes']
     assert found['coredump']['cap']['bytes'] == min(size // 10, 4 * 1024 ** 3)
-    assert "MaxUse='s default" in found['coredump']['cap']['source']
+    assert found['coredump']['cap']['source'] == 'the default MaxUse= (10% of /, at most 4G)'
     assert found['lands'].startswith('systemd-coredump stores cores in /var/lib/systemd/coredump')
     # capped: no warning even for an unlimited core
     assert cd.root_risk(unlimited(), found) == ''
