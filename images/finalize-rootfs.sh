@@ -24,6 +24,8 @@ if [ -x "$root/usr/sbin/dockerd" ] || [ -x "$root/usr/bin/dockerd" ]; then
   mkdir -p "$root/etc/docker"
   [ -f "$root/etc/docker/daemon.json" ] || printf '{\n  "storage-driver": "vfs"\n}\n' > "$root/etc/docker/daemon.json"
   tiny=$(mktemp -d)
+  # mktemp -d gives 0700: the image's / must be searchable by a non-root user (--user 65534)
+  chmod 0755 "$tiny"
   mkdir -p "$tiny/bin" "$tiny/proc" "$tiny/sys" "$tiny/dev" "$tiny/tmp" "$tiny/etc"
   bb=
   for p in bin/busybox usr/bin/busybox usr/sbin/busybox; do

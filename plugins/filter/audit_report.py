@@ -17,7 +17,8 @@ from ansible.errors import AnsibleFilterError
 #: the parts of a limits_audit result a host's report keeps, and their value for a host that
 #: could not be audited
 KEPT = (('contexts', dict), ('errors', list), ('ceilings', dict), ('gaps', list),
-        ('pam_invalid', list), ('systemd_pending', list), ('unwritable', list), ('kernel', list))
+        ('pam_invalid', list), ('systemd_pending', list), ('unwritable', list), ('kernel', list),
+        ('core', dict))
 
 
 def not_audited_reason(result):

@@ -144,6 +144,9 @@ rows:
       at it (the action that applies a setting not applied yet, the line that sets the value a new
       process gets, or the tune's own file where no file sets it); empty where a file sets other
       values than the process gets and nothing says why.
+    - A C(memlock) row of a container context whose non-root process was probed has C(note), the
+      memlock that process gets and whether CAP_IPC_LOCK is in its effective set (without it that
+      memlock is all it can lock).
   returned: success
   type: list
   elements: dict
@@ -159,6 +162,10 @@ contexts:
   description:
     - Per context, the probe command and the limits it got (effective_limits' form); a reused
       probe (O(probe_max_age)) has C(reused) with C(proved_at) and C(age_s).
+    - C(docker) and C(podman) have C(nonroot) when a new container was started, one more container
+      of the same image as C(--user 65534:65534) and what its process gets (C(command), C(uid),
+      C(memlock), C(caps) (CapEff and the other sets of /proc/self/status), C(ipc_lock)
+      (CAP_IPC_LOCK effective), C(ipc_lock_bounding) and C(seconds)), or C(error) when it failed.
   returned: success
   type: dict
   sample: {login: {command: "runuser -l trainer -c 'cat /proc/self/limits'", limits: {}}}
@@ -294,6 +301,29 @@ proofs:
       key: 3f1c0a9e5b7d4c2a8f6e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a
       output: "Limit                     Soft Limit           Hard Limit           Units\n..."
       proved_at: 1767225600.5
+core:
+  description:
+    - Where a crashing process's core goes (C(kernel.core_pattern)), C(kind) C(pipe), C(path),
+      C(relative) (in the crashing process's working directory), C(empty) or C(unknown); C(handler)
+      (C(systemd-coredump), C(apport) or the pipe's program); C(store), the filesystem the cores are
+      written to (C(mount), C(fstype), C(on_root), C(size_bytes), C(free_bytes)) where it is known;
+      C(coredump), systemd-coredump's C(storage), its coredump.conf C(settings) with C(file:line) and
+      the C(cap) its store is kept under (C(MaxUse=), set or its default); C(lands), a sentence.
+    - C(core_limit) is the profile's C(core) and C(warning) says when it lets cores fill the root
+      filesystem (soft above 1 GiB or unlimited, and a path pattern on C(/) or a relative one), the
+      same judgement as the warning of M(gpufleet.tuning.limits_profile); it is also a warning.
+  returned: success
+  type: dict
+  sample:
+    pattern: "|/usr/lib/systemd/systemd-coredump %P %u %g %s %t %c %h"
+    kind: pipe
+    handler: systemd-coredump
+    store: {path: /var/lib/systemd/coredump, mount: /, fstype: ext4, on_root: true}
+    coredump: {storage: external, settings: {}, store: /var/lib/systemd/coredump,
+               cap: {bytes: 4294967296, source: "the default MaxUse= (10% of /, at most 4G)"}}
+    lands: systemd-coredump stores cores in /var/lib/systemd/coredump (on /, ext4), old ones removed above 4GiB
+    core_limit: "0:unlimited"
+    warning: ''
 present:
   description: The contexts present on the node (as limits_profile finds them).
   returned: success

@@ -4,7 +4,13 @@ the user outside their session (a service, like a job left running after ssh) fa
 (the default) and no linger; it passes once the limits role set linger or RemoveIPC=no.
 Real logind, a real PAM session (runuser -l: pam_systemd), real PyTorch. PyTorch's errors:
 "unable to open shared memory object </torch_...> in read-write mode: No such file or
-directory (2)" or "could not unlink the shared memory file /torch_..." (then abort)."""
+directory (2)" or "could not unlink the shared memory file /torch_..." (then abort).
+
+Issue 33.7 (mlcommons/storage#528): RemoveIPC removes Python multiprocessing semaphores too
+(/dev/shm/sem.mp-*). The job's semaphore mode holds a spawn-context Lock in its dataset and
+starts new DataLoader workers each epoch; once the session ended, a worker cannot open the lock
+(FileNotFoundError in SemLock._rebuild) and the job fails with "DataLoader worker (pid(s) ...)
+exited unexpectedly"; with RemoveIPC=no the semaphore stays and the job passes."""
 import json
 import os
 import subprocess
@@ -33,14 +39,16 @@ def logind_role(host, **variables):
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
-def job_across_session_end(host):
+def job_across_session_end(host, semaphore=False):
     """Start the job as a service of USER, open and close a login session of USER while it
-    runs, and return (the unit's ExecMainStatus, the job's output)."""
+    runs, and return (the unit's ExecMainStatus, the job's output); with ``semaphore``, the
+    job's semaphore mode, and (status, output, the job's /dev/shm/sem.mp-* files left when the
+    user was gone)."""
     host.check_output('systemctl reset-failed %s 2>/dev/null; '
                       'rm -f /tmp/ipc.out /tmp/ipc.started /tmp/ipc.stop' % UNIT)
     host.check_output('systemd-run --unit %s --uid=%s -p StandardOutput=file:/tmp/ipc.out '
-                      '-p StandardError=file:/tmp/ipc.out %s %s /tmp/ipc.started /tmp/ipc.stop 1200'
-                      % (UNIT, USER, PYTHON, JOB))
+                      '-p StandardError=file:/tmp/ipc.out %s %s /tmp/ipc.started /tmp/ipc.stop %s'
+                      % (UNIT, USER, PYTHON, JOB, '200 semaphore' if semaphore else '1200'))
     host.check_output('timeout 120 sh -c "until [ -e /tmp/ipc.started ]; do sleep 0.2; done"')
     sessions = host.check_output("runuser -l %s -c 'loginctl list-sessions --no-legend'" % USER)
     assert USER in sessions, 'runuser -l opened no logind session: %s' % sessions
@@ -49,12 +57,19 @@ def job_across_session_end(host):
     # 2 s after the user is gone, or after 20 s when the user stays.
     host.run('timeout 20 sh -c "while loginctl show-user %s >/dev/null 2>&1; do sleep 0.3; '
              'done"' % USER)
+    left = None
+    if semaphore:
+        named = host.check_output("grep -m 1 '^semaphores ' /tmp/ipc.out")
+        assert named.startswith('semaphores /dev/shm/sem.mp-'), named
+        left = [path for path in named.split()[1:] if host.file(path).exists]
     host.check_output('sleep 2; touch /tmp/ipc.stop')
     host.check_output('timeout 120 sh -c "while systemctl is-active -q %s; do sleep 0.5; done"'
                       % UNIT)
     status = host.check_output('systemctl show -p ExecMainStatus --value %s' % UNIT)
     output = host.check_output('cat /tmp/ipc.out')
     host.run('systemctl reset-failed %s' % UNIT)
+    if semaphore:
+        return status.strip(), output, left
     return status.strip(), output
 
 
@@ -77,6 +92,15 @@ def test_the_job_loses_its_shm_when_the_session_ends_and_passes_after_tuning(hos
                 and 'No such file or directory' in output) or \
             'could not unlink the shared memory file /torch_' in output, output
 
+        # the semaphore: removed with the session, and the next epoch's worker cannot open it
+        status, output, left = job_across_session_end(host, semaphore=True)
+        assert left == [], output
+        assert status == '1', output
+        assert 'SemLock._rebuild' in output and \
+            'FileNotFoundError: [Errno 2] No such file or directory' in output, output
+        assert 'RuntimeError: DataLoader worker (pid(s) ' in output and \
+            'exited unexpectedly' in output, output
+
         logind_role(host, limits_linger_users=[USER])
         assert host.file('/var/lib/systemd/linger/%s' % USER).exists
         status, output = job_across_session_end(host)
@@ -88,6 +112,9 @@ def test_the_job_loses_its_shm_when_the_session_ends_and_passes_after_tuning(hos
         assert host.check_output(REMOVE_IPC).strip() == 'b false'
         status, output = job_across_session_end(host)
         assert status == '0' and output.startswith('ok '), output
+        status, output, left = job_across_session_end(host, semaphore=True)
+        assert len(left) == 1, output
+        assert status == '0' and 'ok ' in [line[:3] for line in output.splitlines()], output
     finally:
         host.run('if [ -e %s ]; then rm -f %s; systemctl restart systemd-logind; fi; '
                  'loginctl disable-linger %s; systemctl stop user@$(id -u %s).service'

@@ -202,7 +202,9 @@ class Docker(Context):
         (module_utils/host/proofs.py); with ``prober.prove`` the proof of the result (the reused
         one, or a new one when nothing changed while the container ran) goes to
         ``prober.made`` for the controller to keep. Nothing is written on the node."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import _nonroot
         if not (prober.max_age or prober.prove):
+            _nonroot.probe(prober, self.probe, command)
             return prober.proc(command, self.probe)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.host import proofs
         from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
@@ -222,6 +224,8 @@ class Docker(Context):
                     prober.made[self.probe] = proofs.proof(key, output, lambda: at)
                 return limits
         output = prober.run(command)
+        # a new container was started (no proof reused): its non-root twin too
+        _nonroot.probe(prober, self.probe, command)
         try:
             limits = probe_results.parse_probe(output, self.probe)
         except probe_results.model.LimitError as exc:

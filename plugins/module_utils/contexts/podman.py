@@ -72,6 +72,11 @@ class Podman(Context):
         return probes.container_command('podman', params[self.image_option],
                                         params['run_options'])
 
+    def run_probe(self, prober, user, uid, command):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import _nonroot
+        _nonroot.probe(prober, self.probe, command)
+        return prober.proc(command, self.probe)
+
     def report(self, auditor):
         if self.name not in auditor.present:
             return None, []

@@ -16,6 +16,8 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import container_caps
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import core_dumps
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import kernel_ceilings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
@@ -334,7 +336,7 @@ def audit(host, params):
             run_options=[], units=params['units'],
             expect=profile, baseline=None, timeout=params['timeout'],
             probe_max_age=params.get('probe_max_age') or 0,
-            probe_proofs=params.get('probe_proofs') or {}, prove=True))
+            probe_proofs=params.get('probe_proofs') or {}, prove=True, nonroot=True))
     except effective.ProbeFailure as exc:
         raise AuditError(exc.msg, result)
 
@@ -355,6 +357,12 @@ def audit(host, params):
                   predicted, dict((e['context'], e) for e in probed['errors']
                                   if e.get('kind') == errors.BUSY),
                   pending_actions(reports, host)))
+    # the memlock rows of the containers whose non-root process was probed say what it gets
+    container_caps.annotate(result['rows'], result['contexts'])
+    # where cores go, and the profile's core limit judged against it (one judgement: core_dumps)
+    result['core'] = core_dumps.section(model.parse_profile(profile, 'profile', floor=False))
+    if result['core']['warning']:
+        warnings.append(result['core']['warning'])
     if job:
         result['job_fit'] = audit_job.fit(job, probed['contexts'], audit_job.read_nr_open())
     if pids_value is not None:

@@ -95,6 +95,10 @@ class Prober(object):
         # process the command left may keep its output open
         self.grace = grace
         self.timeout_bin = module.get_bin_path('timeout')
+        # limits_audit's: the container contexts also probe a non-root process
+        # (contexts/_nonroot.py); what such extra probes found goes to ``extra[context]``
+        self.nonroot = False
+        self.extra = {}
 
     def execute(self, args):
         """(rc, stdout, stderr) of ``args`` in the C locale, stdin from /dev/null.
@@ -294,6 +298,7 @@ def probe(host, params):
     prober = Prober(host, params.get('timeout') or 60, max_age=params.get('probe_max_age') or 0,
                     proofs=params.get('probe_proofs'), prove=params.get('prove', False))
     prober.items = sorted(expected) if expected else None
+    prober.nonroot = params.get('nonroot', False)
     observed = {}
     plan = []
     for context in CONTEXTS:
@@ -312,6 +317,7 @@ def probe(host, params):
                           params.get('parallel', True))
     for (context, command, _probe), outcome in zip(plan, outcomes):
         entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
+        entry.update(prober.extra.get(context) or {})
         if isinstance(outcome, ProbeError):
             error = dict(context=context, msg=str(outcome), kind=outcome.kind)
             error.update(getattr(outcome, 'detail', None) or {})

@@ -15,6 +15,7 @@ import shlex
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import core_dumps
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
@@ -173,6 +174,9 @@ def report_actions(module, params, result, planned):
             result['running_containers'] = change.result.get('running_containers')
     if 'running_containers' in result['actions']:
         result['running_containers'] = result['actions'].pop('running_containers')
+    core = core_dumps.profile_warning(params.get('profile'))
+    if core:
+        changes.warn(module, 'core: %s' % core)
     said = ['%s: %s' % (record['context'], model.Kept(**dict(
         (k, v) for k, v in record.items() if k != 'context')).message())
         for record in result.get('limits_kept') or [] if record['action'] != 'raised']

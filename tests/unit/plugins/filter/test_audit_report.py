@@ -19,6 +19,7 @@ AUDITED = {
     'kernel': [{'name': 'vm.max_map_count', 'live': 65530, 'state': 'ok'}],
     'rows': [{'context': 'login', 'item': 'nofile', 'actual': '1024:4096'}],
     'job_fit': {'fits': [], 'short': ['login']},
+    'core': {'pattern': 'core', 'kind': 'relative', 'warning': ''},
 }
 
 
@@ -28,7 +29,7 @@ def test_an_audited_host_keeps_its_findings_and_names_its_rows():
     assert report['audited'] is True
     assert report['rows'] == [{'context': 'login', 'item': 'nofile', 'actual': '1024:4096',
                                'host': 'node-1'}]
-    for key in ('contexts', 'errors', 'ceilings', 'gaps', 'pam_invalid', 'job_fit'):
+    for key in ('contexts', 'errors', 'ceilings', 'gaps', 'pam_invalid', 'job_fit', 'core'):
         assert report[key] == AUDITED[key], key
     # the registered result is not changed (it stays in hostvars)
     assert 'host' not in AUDITED['rows'][0]
@@ -51,7 +52,8 @@ def test_a_host_that_was_not_audited_says_why(result, reason):
     report = ar.audit_host_reports([result], ['node-2'])['node-2']
     assert report == {'audited': False, 'contexts': {}, 'ceilings': {}, 'gaps': [],
                       'pam_invalid': [], 'systemd_pending': [], 'unwritable': [], 'kernel': [],
-                      'rows': [], 'job_fit': {}, 'errors': [{'context': 'host', 'msg': reason}]}
+                      'rows': [], 'core': {}, 'job_fit': {},
+                      'errors': [{'context': 'host', 'msg': reason}]}
     assert ar.not_audited_reason(result) == reason
 
 
