@@ -219,8 +219,8 @@ def test_read_profile_faults(tmp_path, content, reason, words):
 
 
 def test_read_profile_takes_pids_apart_from_the_rlimits(tmp_path):
-    params = dw.read_profile(write_profile(tmp_path, {'profile': {'nofile': 65536,
-                                                                 'pids': '33%'}}))
+    profile = {'profile': {'nofile': 65536, 'pids': '33%'}}
+    params = dw.read_profile(write_profile(tmp_path, profile))
     assert params['profile'] == {'nofile': 65536, 'pids': '33%'}
 
 
