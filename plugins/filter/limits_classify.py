@@ -39,6 +39,13 @@ def limits_classify(text, peaks=None, ceilings=None):
     return verdict
 
 
+def _int(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def _soft(actual):
     """The soft side of an audit row's 'soft:hard' (or a {soft, hard} mapping)."""
     if isinstance(actual, dict):
@@ -48,20 +55,34 @@ def _soft(actual):
 
 def limits_ceilings(audit, context, kernel=None, shm_bytes=None, extra=None):
     """{ceiling: {value, source}} of one context from a limits_audit result (its rows: the soft
-    value a new process gets there and the file:line that sets it), the node's sysctls
-    (``kernel``: {sysctl: value}, source /proc/sys/...), the size of /dev/shm and ``extra``
-    ceilings the caller knows (a pod's pids.max: {value, source}) that win over the rest."""
+    value a new process gets there and the file:line that sets it; its pids row, when the
+    audit's profile has pids, as ``pids.max``; its ``kernel`` rows: the live sysctls, with the
+    line that sets them), the node's sysctls given apart (``kernel``: {sysctl: value}, source
+    /proc/sys/..., winning over the audit's), the size of /dev/shm and ``extra`` ceilings the
+    caller knows (a pod's pids.max: {value, source}) that win over the rest."""
     audit = _mapping(audit, 'audit')
     found = {}
     for row in audit.get('rows') or []:
         if row.get('context') == context and row.get('item') in ('nofile', 'nproc'):
             found[row['item']] = {'value': _soft(row.get('actual')),
                                   'source': row.get('source') or 'unknown'}
+        if row.get('context') == context and row.get('item') == 'pids' and \
+                _int(row.get('actual')) is not None:
+            # the pids row (an audit with pids in its profile): the cgroup's pids.max ('max':
+            # no ceiling)
+            found['pids.max'] = {'value': _int(row['actual']),
+                                 'source': row.get('source') or 'unknown'}
     for item in ('nofile', 'nproc'):
         limits = ((audit.get('contexts') or {}).get(context) or {}).get('limits') or {}
         if item not in found and item in limits:
             found[item] = {'value': limits[item].get('soft'),
                            'source': 'probed in %s (no source reported)' % context}
+    for row in audit.get('kernel') or []:
+        # the audit's kernel rows: the live value, and the line that sets it when it is live
+        if row.get('name') in SYSCTLS and row.get('live') is not None:
+            found[row['name']] = {'value': row['live'], 'source': row['source'] if row.get(
+                'source') and row.get('configured') == row['live'] else '/proc/sys/%s' % row[
+                    'name'].replace('.', '/')}
     for name, value in sorted(_mapping(kernel, 'kernel').items()):
         if name not in SYSCTLS:
             raise AnsibleFilterError('limits_ceilings: kernel: %s is not one of %s'

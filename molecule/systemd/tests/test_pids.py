@@ -6,9 +6,15 @@ first: nothing changes) writes the user-.slice drop-in; the canary passes, the a
 drop-in with no gap, and a second tune changes nothing. The site drop-in and ours are removed
 at the end, so that the scenario's later tests see the node as before."""
 import base64
+import json
+import os
+import re
+import subprocess
+import tempfile
 import time
 
-from conftest import USER, UID, as_user, checksums
+from conftest import ROOT, USER, UID, as_user, checksums
+from scenario_support import ansible_command
 
 SITE = '/etc/systemd/system/user-%d.slice.d/50-site.conf' % UID
 OURS = '/etc/systemd/system/user-.slice.d/90-gpufleet-tuning.conf'
@@ -73,6 +79,28 @@ def tune(module, check=False):
                   check=check, diff=check)
 
 
+def classify(host, text, peaks):
+    """playbooks/classify_failure.yml on the node with ``text`` as the traceback: the verdict
+    line it prints for the login context."""
+    with tempfile.NamedTemporaryFile('w', suffix='.txt') as traceback:
+        traceback.write(text)
+        traceback.flush()
+        cmd = ansible_command(host, [
+            'ansible-playbook', os.path.join(ROOT, 'playbooks', 'classify_failure.yml'),
+            '--limit', host.backend.host, '-e', json.dumps(dict(
+                gpufleet_hosts='all', classify_traceback=traceback.name,
+                classify_context='login', classify_peaks=peaks, limits_verify_user=USER))])
+        env = dict(os.environ, ANSIBLE_NOCOLOR='1')
+        env.pop('ANSIBLE_FORCE_COLOR', None)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, check=False, env=env)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    found = re.findall(r'"msg": "(%s \(login\): .*)"' % re.escape(host.backend.host),
+                       proc.stdout)
+    assert found, proc.stdout[-4000:]
+    return found[-1]
+
+
 def test_pids_canary_fails_before_the_tune_and_passes_after(host, module):
     encoded = base64.b64encode(CANARY.encode()).decode()
     host.check_output('echo %s | base64 -d > %s && chmod 644 %s' % (encoded, PROGRAM, PROGRAM))
@@ -84,6 +112,15 @@ def test_pids_canary_fails_before_the_tune_and_passes_after(host, module):
         assert before.rc == 1, before.stdout + before.stderr
         assert "can't start new thread" in before.stdout
         assert canary_user_service(host) == 1
+        # the classifier (issue 33.5), through its playbook: the error alone cannot tell the
+        # cgroup's pids.max from RLIMIT_NPROC; with the job's measured threads (the canary's
+        # started threads and its main one) it names pids.max and the line that sets it
+        started = int(re.search(r'started (\d+) of', before.stdout).group(1))
+        verdict = classify(host, before.stdout, {})
+        assert 'unknown' in verdict and 'pids.max' in verdict, verdict
+        verdict = classify(host, before.stdout, {'threads': started + 1})
+        assert verdict.split(': ', 1)[1].startswith('pids.max'), verdict
+        assert SITE + ':2' in verdict, verdict
 
         rows, _result = pids_rows(module)
         for context in ('login', 'user_manager'):

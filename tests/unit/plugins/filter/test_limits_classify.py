@@ -34,6 +34,34 @@ def test_ceilings_of_one_context_with_their_sources():
     assert lc.limits_ceilings(AUDIT, 'service')['nofile']['value'] == '524288'
 
 
+def test_pids_and_kernel_rows_of_the_audit_are_ceilings_too():
+    """An audit with pids in its profile has a pids row per context, and every audit has
+    kernel rows: the classifier gets the cgroup's pids.max and the live sysctls from them,
+    each with the line that sets it (or /proc/sys where no line sets the live value)."""
+    audit = dict(AUDIT, rows=AUDIT['rows'] + [
+        {'context': 'login', 'item': 'pids', 'actual': '300',
+         'source': '/etc/systemd/system/user-1001.slice.d/50-site.conf:2'},
+        {'context': 'service', 'item': 'pids', 'actual': 'max', 'source': 'infinity'}],
+        kernel=[{'name': 'vm.max_map_count', 'live': 262144, 'configured': 262144,
+                 'source': '/etc/sysctl.d/60-site.conf:1'},
+                {'name': 'fs.file-max', 'live': 9223372036854775807, 'configured': 1048576,
+                 'source': '/etc/sysctl.d/60-site.conf:2'},
+                {'name': 'kernel.pid_max', 'live': 4194304, 'configured': None, 'source': None}])
+    login = lc.limits_ceilings(audit, 'login')
+    assert login['pids.max'] == {'value': 300,
+                                 'source': '/etc/systemd/system/user-1001.slice.d/50-site.conf:2'}
+    assert login['vm.max_map_count'] == {'value': 262144,
+                                         'source': '/etc/sysctl.d/60-site.conf:1'}
+    # a line that is not what the kernel has (configured, not applied) is not the source
+    assert login['fs.file-max'] == {'value': 9223372036854775807,
+                                    'source': '/proc/sys/fs/file-max'}
+    assert 'kernel.pid_max' not in login               # no classifier ceiling
+    assert 'pids.max' not in lc.limits_ceilings(audit, 'service')     # max: no ceiling
+    # values given apart win over the audit's
+    assert lc.limits_ceilings(audit, 'login', {'vm.max_map_count': 65530})[
+        'vm.max_map_count']['value'] == 65530
+
+
 def test_a_traceback_against_the_audited_ceilings():
     with open(os.path.join(TEXTS, 'ancdata.txt')) as handle:
         traceback = handle.read()
