@@ -68,9 +68,13 @@ def test_kernel_ceilings_beside_node_exporters_own_names(host):
     live = int(host.file('/proc/sys/fs/inotify/max_user_instances').content_string)
     assert got[key('gpufleet_limits_sysctl_minimum', sysctl='vm.max_map_count')] == '65530'
     assert got[key('gpufleet_limits_sysctl_gap', sysctl='vm.max_map_count')] == '0'
-    # a plain value is a minimum: the role kept the node's higher live value in the file
-    assert got[key('gpufleet_limits_sysctl_configured',
-                   sysctl='fs.inotify.max_user_instances')] == str(max(live, 128))
+    # a plain value is a minimum the node holds (live, and at boot: no file sets it): the
+    # role wrote no line, so no configured value; the live one is node_exporter's
+    assert live >= 128
+    assert key('gpufleet_limits_sysctl_configured',
+               sysctl='fs.inotify.max_user_instances') not in got
+    assert got[key('gpufleet_limits_sysctl_gap', sysctl='fs.inotify.max_user_instances')] == '0'
+    assert not host.file('/etc/sysctl.d/90-gpufleet-tuning.conf').exists
     assert not [n for n, _labels in got if n.startswith('gpufleet_limits_sysctl_not_applied')]
     assert not [n for n, _labels in got if not n.startswith('gpufleet_limits_')]
     wait_for('Prometheus has the kernel rows', lambda: query(
