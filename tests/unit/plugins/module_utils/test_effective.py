@@ -209,7 +209,7 @@ def test_user_probe_waits_for_the_exec_of_its_program():
         assert not probes.has_exec(proc.pid, probes.USER_PROBE_PROGRAM)   # still sh
         proc.stdin.write(b'go\n')
         proc.stdin.flush()
-        for _ in range(500):
+        for _attempt in range(500):
             if probes.has_exec(proc.pid, probes.USER_PROBE_PROGRAM):
                 break
             time.sleep(0.01)
