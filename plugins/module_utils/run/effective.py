@@ -173,22 +173,27 @@ class Prober(object):
                              kind=errors.NOT_RUNNING)
         unit = '%s-%d.service' % (probes.PROBE_UNIT, os.getpid())
         start, show, stop = probes.user_probe_commands(user, uid, unit)
-        self.run(start)
         try:
-            pid = self.run(show).strip()
-            if not pid.isdigit() or pid == '0':
-                raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
-            # read its limits once it runs its program, not while it is the manager's fork
-            # (a loaded node showed the manager's own limits there: CI, seed 40443002)
-            deadline = time.time() + self.timeout
-            while not probes.has_exec(pid, probes.USER_PROBE_PROGRAM):
-                if time.time() > deadline:
-                    raise ProbeError('the probe service %s of %s did not start %s within %d s'
-                                     % (unit, user, probes.USER_PROBE_PROGRAM, self.timeout))
-                time.sleep(0.01)
-            return self.pid_limits(pid, 'user_manager')
+            return self.pid_limits(self.user_service_pid(start, show, unit, user),
+                                   'user_manager')
         finally:
             self.execute(stop)
+
+    def user_service_pid(self, start, show, unit, user):
+        """The main PID of a probe service of ``user``'s manager (user_probe_commands), once
+        it runs its program: before its exec it is the manager's fork, with the manager's own
+        limits and cgroup (a loaded CI node read the manager's limits there: seed 40443002)."""
+        self.run(start)
+        pid = self.run(show).strip()
+        if not pid.isdigit() or pid == '0':
+            raise ProbeError('the probe service %s of %s has no main process' % (unit, user))
+        deadline = time.time() + self.timeout
+        while not probes.has_exec(pid, probes.USER_PROBE_PROGRAM):
+            if time.time() > deadline:
+                raise ProbeError('the probe service %s of %s did not start %s within %d s'
+                                 % (unit, user, probes.USER_PROBE_PROGRAM, self.timeout))
+            time.sleep(0.01)
+        return pid
 
     def unit(self, unit):
         pid = self.run(sdlive.main_pid_command(unit)).strip()

@@ -68,9 +68,8 @@ def probe_chain(prober, context, user, uid, params):
         prober.user_manager(user, uid)      # the same checks (a running manager)
         unit = '%s-pids-%d.service' % (probes.PROBE_UNIT, os.getpid())
         start, show, stop = probes.user_probe_commands(user, uid, unit)
-        prober.run(start)
         try:
-            return _pid_chain(prober.run(show).strip(), unit)
+            return _pid_chain(prober.user_service_pid(start, show, unit, user), unit)
         finally:
             prober.execute(stop)
     command = None
