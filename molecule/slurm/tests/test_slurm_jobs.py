@@ -77,6 +77,24 @@ def test_the_audit_names_where_a_jobs_values_come_from(host, module):
         % (DROPIN, SLURM_CONF, line))
 
 
+def test_the_audit_reads_a_jobs_pids_max_from_inside_the_job(host, module):
+    """issue 33.1: with pids in the profile, the job's row is the pids.max of the cgroup the
+    job step runs in, read by the step itself (srun runs the chain), with the cgroup that
+    decides and what sets it."""
+    ok, result, _out = module('gpufleet.tuning.limits_audit',
+                              dict(profile=dict(PROFILE, pids=1024), user='trainer'))
+    assert ok, result
+    row = [r for r in result['rows'] if r['context'] == 'slurm_job' and r['item'] == 'pids'][0]
+    assert 'slurm_job' not in result['pids']['not_covered']
+    chain = row['pids']['chain']
+    assert chain and chain[0]['cgroup'] == row['pids']['cgroup'], row
+    # the smallest pids.max of the chain is the row's value, and its cgroup decides
+    numbers = [int(c['max']) for c in chain if c['max'] != 'max']
+    assert row['actual'] == (str(min(numbers)) if numbers else 'max'), row
+    assert row['source'], row
+    print('slurm_job pids: %s from %s (%s)' % (row['actual'], row['cgroup'], row['source']))
+
+
 def site_slurm_conf(host):
     """Put the site's slurm.conf back as prepare wrote it (without the two lines added)."""
     assert host.file(SLURM_CONF).content_string.endswith(ADDED)

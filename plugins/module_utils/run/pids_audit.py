@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import os
 import re
+import shlex
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
@@ -39,23 +40,27 @@ _USER_SLICE = re.compile(r'^user-(\d+)\.slice$')
 
 
 #: the probed contexts whose probe is a plain command that cats /proc/self/limits (the
-#: user manager's and the units' chains are read from the host)
-COVERED = ('login', 'service', 'user_manager', 'docker', 'podman')
+#: user manager's and the units' chains are read from the host; slurm_job's submit shell ends
+#: with srun's command)
+COVERED = ('login', 'service', 'user_manager', 'docker', 'podman', 'slurm_job')
 
 
 def chain_command(command):
     """The context's probe command with the cgroup chain command in place of ``cat
-    /proc/self/limits`` (a login shell's ``-c``, a service's or container's command), or None
-    when the probe is no such command."""
+    /proc/self/limits`` (a login shell's ``-c``, a service's or container's command, the
+    command a submit shell's ``srun`` runs), or None when the probe is no such command."""
     if command and command[-1] == probes.CAT:
         return list(command[:-1]) + [cgroups.CHAIN_COMMAND]
     if list(command[-2:]) == ['cat', '/proc/self/limits']:
         return list(command[:-2]) + ['sh', '-c', cgroups.CHAIN_COMMAND]
+    if command and ' srun ' in command[-1] and command[-1].endswith(' ' + probes.CAT):
+        return list(command[:-1]) + [command[-1][:-len(probes.CAT)] + 'sh -c %s' % (
+            shlex.quote(cgroups.CHAIN_COMMAND))]
     return None
 
 
 class NotCovered(Exception):
-    """A context the pids probe does not cover (ssh, slurm_job, k8s_pod)."""
+    """A context the pids probe does not cover (ssh, k8s_pod)."""
 
 
 def probe_chain(prober, context, user, uid, params):

@@ -3,6 +3,7 @@ chain script run by a real sh), which file sets TasksMax= (systemd/tasks_max.py)
 (systemd/pids_plan.py) and where the audit says a value comes from (run/pids_audit.py), all on
 temporary trees. The real systemd, login sessions and the canary are in molecule/systemd."""
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -272,3 +273,24 @@ def test_state_absent_removes_the_user_slice_dropin(tmp_path, monkeypatch):
     found = plan()
     assert found.changed and found.new is None and found.result['daemon_reload_required']
     assert pids_set.undo_plans(Request({}, {}, ['docker'])) == []
+
+
+def test_the_chain_runs_where_each_probe_cats_its_limits():
+    """Each covered probe's command with the chain in place of `cat /proc/self/limits`: a login
+    shell's -c, a service's command, and the command a Slurm submit shell's srun runs (the
+    chain's words as srun gets them, run here through sh: this machine's real cgroups)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+    login = pids_audit.chain_command(probes.login_command('trainer'))
+    assert login[-1] == cgroups.CHAIN_COMMAND and login[:-1] == ['runuser', '-l', 'trainer', '-c']
+    service = pids_audit.chain_command(probes.service_command('trainer'))
+    assert service[-3:] == ['sh', '-c', cgroups.CHAIN_COMMAND]
+    submit = ['runuser', '-l', 'trainer', '-c', slurm.submit_shell('node-1')]
+    job = pids_audit.chain_command(submit)
+    assert job[:-1] == submit[:-1] and 'cat /proc/self/limits' not in job[-1]
+    words = shlex.split(job[-1].split('--job-name=gpufleet-probe ', 1)[1])
+    assert words[:2] == ['sh', '-c']
+    out = subprocess.check_output(words, universal_newlines=True)
+    chain = cgroups.parse_chain(out, 'slurm_job')
+    assert chain.cgroup and chain.cgroup.startswith('/')
+    assert pids_audit.chain_command(['ssh', 'x', 'true']) is None
