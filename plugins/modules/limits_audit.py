@@ -263,7 +263,7 @@ pids:
     - With C(pids) in O(profile), the profile's value (C(expected), as systemd writes it), the kernel's limit the
       percentages resolve against (C(kernel_tasks_max), systemd's system_tasks_max), the contexts whose C(pids.max)
       is below it (C(gaps), with their source), the probed contexts the pids probe does not cover (C(not_covered), such as
-      ssh, slurm_job, k8s_pod) and, with O(job) whose demand has C(pids), C(shortfalls).
+      ssh, k8s_pod) and, with O(job) whose demand has C(pids), C(shortfalls).
   returned: success, when O(profile) has pids
   type: dict
   sample:
