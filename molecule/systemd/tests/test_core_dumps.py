@@ -1,6 +1,6 @@
 """Issue 33.3: limits_audit reports kernel.core_pattern and where cores go, and a profile that
 lets cores grow without bound where they land without a size cap gets a warning, from the
-audit and from limits_profile alike (host/core_dumps.py: root_risk). The node shares the lab
+audit and from limits_profile alike (systemd/core_dumps.py: root_risk). The node shares the lab
 host's kernel.core_pattern (/proc/sys is read-only in it); a crash shows the cores land where
 the audit says."""
 from conftest import USER, run_module

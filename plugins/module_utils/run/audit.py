@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effecti
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import container_caps
-from ansible_collections.gpufleet.tuning.plugins.module_utils.host import core_dumps
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import core_dumps
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import kernel_ceilings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info

@@ -15,7 +15,7 @@ import shlex
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils.host import core_dumps
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import core_dumps
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.host import core_dumps as cd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import core_dumps as cd
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
 COREDUMP = '|/usr/lib/systemd/systemd-coredump %P %u %g %s %t %c %h'

@@ -15,12 +15,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import glob
 import os
 import re
 import shlex
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf as sdconf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
 
 PATTERN = '/proc/sys/kernel/core_pattern'
 MOUNTINFO = '/proc/self/mountinfo'
@@ -59,30 +61,23 @@ def systemd_size(text):
 
 
 def coredump_settings(root=''):
-    """{key: {value, source: file:line}} of coredump.conf's [Coredump] keys that are set."""
-    files = []
-    for directory in COREDUMP_DIRS:
-        if os.path.isfile(root + directory + '/coredump.conf'):
-            files.append(directory + '/coredump.conf')
-            break
-    dropins = {}
-    for directory in reversed(COREDUMP_DIRS):
-        for path in glob.glob(root + directory + '/coredump.conf.d/*.conf'):
-            dropins[os.path.basename(path)] = path[len(root):]
-    files.extend(dropins[name] for name in sorted(dropins))
+    """{key: {value, source: file:line}} of coredump.conf's [Coredump] keys that are set: the
+    first main file found, then the drop-ins as systemd picks them (systemd_paths.list_dropins,
+    read with systemd_conf: the parser of every other systemd file here)."""
+    files = [d + '/coredump.conf' for d in COREDUMP_DIRS
+             if os.path.isfile(root + d + '/coredump.conf')][:1]
+    files.extend(sdpaths.list_dropins([d + '/coredump.conf.d' for d in COREDUMP_DIRS], root))
     found = {}
     for path in files:
-        section = None
-        for number, line in enumerate((_read(path, root) or '').splitlines(), 1):
-            line = line.strip()
-            if not line or line[0] in '#;':
-                continue
-            if line.startswith('['):
-                section = line.strip('[]').strip()
-                continue
-            key, sep, value = line.partition('=')
-            if sep and section == 'Coredump' and key.strip() in COREDUMP_KEYS:
-                found[key.strip()] = dict(value=value.strip(), source='%s:%d' % (path, number))
+        try:
+            conf = sdconf.read_conf(path, root)
+        except sdconf.ConfError:
+            continue
+        for statement in conf.statements if conf is not None else []:
+            if statement.kind == 'assignment' and statement.section == 'Coredump' and \
+                    statement.key in COREDUMP_KEYS:
+                found[statement.key] = dict(value=statement.value,
+                                            source='%s:%d' % (path, statement.line))
     return found
 
 
