@@ -163,7 +163,8 @@ class Prober(object):
         except model.LimitError as exc:
             raise ProbeError(str(exc))
 
-    def user_manager(self, user, uid):
+    def require_user_manager(self, user, uid):
+        """ProbeError (NOT_RUNNING) unless ``user``'s user manager runs."""
         manager = 'user@%d.service' % uid
         try:
             self.run(['systemctl', 'is-active', '--quiet', manager])
@@ -171,6 +172,9 @@ class Prober(object):
             raise ProbeError('%s is not running, so no user service of %s can start; keep it '
                              'running with `loginctl enable-linger %s`' % (manager, user, user),
                              kind=errors.NOT_RUNNING)
+
+    def user_manager(self, user, uid):
+        self.require_user_manager(user, uid)
         unit = '%s-%d.service' % (probes.PROBE_UNIT, os.getpid())
         start, show, stop = probes.user_probe_commands(user, uid, unit)
         try:

@@ -70,7 +70,7 @@ def probe_chain(prober, context, user, uid, params):
         pid = prober.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
         return _pid_chain(pid, unit)
     if context == registry.named('systemd_user').probe:
-        prober.user_manager(user, uid)      # the same checks (a running manager)
+        prober.require_user_manager(user, uid)
         unit = '%s-pids-%d.service' % (probes.PROBE_UNIT, os.getpid())
         start, show, stop = probes.user_probe_commands(user, uid, unit)
         try:
