@@ -7,16 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import sysctl_conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
 CAP_SYS_RESOURCE = 24
-SYSCTLS = {
-    'fs.nr_open': '/proc/sys/fs/nr_open',
-    'fs.file-max': '/proc/sys/fs/file-max',
-    'kernel.pid_max': '/proc/sys/kernel/pid_max',
-    'kernel.threads-max': '/proc/sys/kernel/threads-max',
-    'vm.max_map_count': '/proc/sys/vm/max_map_count',
-}
+#: the kernel ceilings a Docker probe's proof keeps (host/proofs.py)
+SYSCTLS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max',
+           'vm.max_map_count')
 
 
 def _read(path):
@@ -28,11 +25,8 @@ def _read(path):
 
 
 def sysctl(name, root=''):
-    text = _read(root + SYSCTLS[name])
-    try:
-        return int(text.split()[0]) if text else None
-    except ValueError:
-        return None
+    """A sysctl's live integer (sysctl_conf reads /proc/sys), or None."""
+    return sysctl_conf.as_int(sysctl_conf.live(sysctl_conf.normalize(name), root))
 
 
 def ceilings(root=''):
