@@ -89,7 +89,9 @@ class Pids(object):
     def post(self, label, change):
         """``change`` (a context's planned drop-in) with the pids setting it can carry. With a
         profile of pids alone (``only``), the drop-in's text now is the base: no Limit*= line is
-        pruned, and nothing is written where pids needs nothing."""
+        pruned, and nothing is written where pids needs nothing. ``rlimits_changed`` in the
+        result says whether the drop-in changed before pids was added: a pids setting alone
+        owes no restart of the user managers (profile_plan.actions)."""
         if self.only and label != SLICE_LABEL:
             change.new = change.current
             change.changed = False
@@ -98,6 +100,7 @@ class Pids(object):
                     change.result[flag] = False
             if 'restart_required' in change.result:
                 change.result['restart_required'] = []
+        change.result['rlimits_changed'] = change.changed
         if label == 'podman':
             return self.add_podman(change)
         if label == 'systemd_system':

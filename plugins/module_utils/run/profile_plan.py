@@ -128,7 +128,9 @@ def actions(planned, host, policy='when_idle'):
     session_changed = False
     for label, change in planned:
         context = registry.owner(label)
-        if context.session and change.changed:
+        # a session context's Limit*= lines (not a pids setting beside them: pids.max is no
+        # rlimit a user manager inherits) reach user services through a restart
+        if context.session and change.result.get('rlimits_changed', change.changed):
             session_changed = True
         context.act(change, result, state, host)
     for context in registry.REGISTRY:

@@ -294,3 +294,33 @@ def test_the_chain_runs_where_each_probe_cats_its_limits():
     chain = cgroups.parse_chain(out, 'slurm_job')
     assert chain.cgroup and chain.cgroup.startswith('/')
     assert pids_audit.chain_command(['ssh', 'x', 'true']) is None
+
+
+class ManagersHost(object):
+    """run_command: systemctl list-units shows one running user manager."""
+
+    def __init__(self):
+        self.calls = []
+
+    def run_command(self, args, environ_update=None):
+        self.calls.append(args)
+        if 'list-units' in args:
+            return 0, 'user@1001.service loaded active running User Manager for UID 1001\n', ''
+        return 0, '', ''
+
+
+def test_a_pids_setting_alone_owes_no_user_manager_restart(monkeypatch):
+    """DefaultTasksMax= beside unchanged Limit*= lines: the system manager re-executes, the
+    user managers (which inherit rlimits, not pids.max) are not restarted; a Limit*= change
+    still restarts them."""
+    monkeypatch.setattr(pp.sdlive, 'systemd_running', lambda root='': True)
+    pids_only = changes.Change('/etc/systemd/system.conf.d/90-gpufleet-tuning.conf',
+                               dict(reexec_required=True, rlimits_changed=False),
+                               '[Manager]\n', '[Manager]\nDefaultTasksMax=33%\n')
+    host = ManagersHost()
+    result = pp.actions([('systemd_system', pids_only)], host, 'always')
+    assert result['reexec'] and result['user_managers'] == []
+    both = changes.Change(pids_only.path, dict(reexec_required=True, rlimits_changed=True),
+                          '[Manager]\n', '[Manager]\nDefaultLimitNOFILE=16384\n')
+    assert pp.actions([('systemd_system', both)], ManagersHost(),
+                      'always')['user_managers'] == ['user@1001.service']
