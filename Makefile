@@ -52,6 +52,34 @@ changelog: setup
 sanity: setup
 	scripts/ansible-test-sanity.sh
 
+# The newer ansible-core lines (docs/supported-versions.md): 2.20 and 2.21 need a controller
+# Python >= 3.12, so their venvs are made with pyenv's 3.12 / 3.13 (on these machines, CI's
+# included), else a python3.12 / python3.13 on PATH. .venv-2.21 (requirements-core2.21.txt:
+# ansible 14, Molecule, testinfra) runs its sanity, the unit tests and the scenarios of
+# NEWEST_LINE_SCENARIOS; .venv-2.20 (requirements-core2.20.txt) its sanity only.
+NEWEST_LINE := 2.21
+PYENV_ROOT ?= $(HOME)/.pyenv
+PY313 ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.13*/bin/python3.13) $(shell command -v python3.13 2>/dev/null))
+PY312 ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.12*/bin/python3.12) $(shell command -v python3.12 2>/dev/null))
+PY_2.21 ?= $(or $(PY313),$(PY312))
+PY_2.20 ?= $(or $(PY312),$(PY313))
+.PHONY: venv-2.20 venv-2.21 sanity-2.20 sanity-2.21 unit-2.21
+venv-2.20: $(ROOT)/.venv-2.20/.installed
+venv-2.21: $(ROOT)/.venv-2.21/.installed
+$(ROOT)/.venv-%/.installed: requirements-core%.txt
+	@test -n "$(PY_$*)" || { echo "venv-$*: ansible-core $* needs Python 3.12 or 3.13 (pyenv install 3.13)"; exit 1; }
+	rm -rf $(ROOT)/.venv-$*
+	$(PY_$*) -m venv $(ROOT)/.venv-$*
+	$(ROOT)/.venv-$*/bin/pip install -q --upgrade pip
+	$(ROOT)/.venv-$*/bin/pip install -q -r $<
+	touch $@
+
+sanity-2.20 sanity-2.21: sanity-%: venv-% collection
+	scripts/ansible-test-sanity.sh $(ROOT)/.venv-$*
+
+unit-2.21: venv-2.21 collection
+	$(ROOT)/.venv-2.21/bin/python -m pytest -q -p no:cacheprovider tests/unit
+
 # The options' documentation that Ansible reads as static YAML (the generated part of the
 # modules' DOCUMENTATION and of roles/limits/meta/argument_specs.yml), from their declarations
 # (plugins/module_utils/options.py and the contexts' records). A unit test fails when it is stale.
@@ -136,11 +164,19 @@ planted-causes: setup
 # Every node suite of CI in one run of LANES lanes: the scenarios on MOLECULE_DISTRO, the
 # reliability scenario and fleet test, the other generations, the demo check. Longest first
 # (the order below is by the wall times measured here; build/suites/timings.json once known).
-SUITE_JOBS = $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s)) \
-  molecule:$(MOLECULE_DISTRO):reliability $(GENERATION_JOBS) \
-  'cmd:fleet-test:tests/reliability/fleet_test.sh' 'cmd:demo-test:$(MAKE) demo-test' \
-  'cmd:test-pull:$(MAKE) test-pull'
-suites: setup
+# NEWEST_LINE_SCENARIOS and the reliability suite's fleet test run with ansible-core NEWEST_LINE
+# (molecule@2.21:..., its venv's tools), the others with the pinned 2.19 of .venv: each scenario
+# runs on one line. The 2.20 and 2.21 sanity runs and the unit tests under 2.21 are jobs of the
+# lanes too (make sanity, on 2.19, runs before).
+NEWEST_LINE_SCENARIOS ?= default pam reliability kubernetes
+line_of = $(if $(filter $(1),$(NEWEST_LINE_SCENARIOS)),molecule@$(NEWEST_LINE),molecule)
+SUITE_JOBS = $(foreach s,$(SCENARIOS) reliability,$(call line_of,$(s)):$(MOLECULE_DISTRO):$(s)) \
+  $(GENERATION_JOBS) \
+  '$(if $(filter reliability,$(NEWEST_LINE_SCENARIOS)),cmd@$(NEWEST_LINE),cmd):fleet-test:tests/reliability/fleet_test.sh' \
+  'cmd:demo-test:$(MAKE) demo-test' 'cmd:test-pull:$(MAKE) test-pull' \
+  'cmd:sanity-2.20:$(MAKE) sanity-2.20' 'cmd:sanity-2.21:$(MAKE) sanity-2.21' \
+  'cmd:unit-2.21:$(MAKE) unit-2.21'
+suites: setup venv-2.20 venv-2.21
 	$(MAKE) images IMAGES="$(MOLECULE_DISTRO) $(GENERATIONS)"
 	$(MAKE) torch-image
 	$(SUITES) $(GENERATION_ENV) $(SUITE_JOBS)
@@ -184,17 +220,24 @@ $(BUILDER_VENV)/.installed:
 	$(PYTHON) -m venv $(BUILDER_VENV)
 	$(BUILDER_VENV)/bin/pip install -q ansible-builder==$(BUILDER_VERSION)
 	touch $@
-ee: build $(BUILDER_VENV)/.installed
+# The EE is on the newest line (ansible-core of requirements-core2.21.txt, which
+# execution-environment.yml must pin too) with the Debian 13 base's Python 3.13: the wheels come
+# from .venv-2.21's pip (Python 3.13).
+EE_CORE = $(shell grep '^ansible-core==' requirements-core$(NEWEST_LINE).txt)
+ee: build $(BUILDER_VENV)/.installed venv-$(NEWEST_LINE)
+	grep -q 'package_pip: $(EE_CORE)$$' execution-environment.yml \
+	  || { echo "execution-environment.yml does not pin $(EE_CORE)"; exit 1; }
 	mkdir -p $(EE_DIR)
 	cp "$$(ls -t build/gpufleet-tuning-*.tar.gz | head -1)" $(EE_DIR)/gpufleet-tuning.tar.gz
-	pip download -q -d $(EE_DIR)/wheels --only-binary=:all: $$(grep '^ansible-core==' requirements-dev.txt) \
+	$(ROOT)/.venv-$(NEWEST_LINE)/bin/pip download -q -d $(EE_DIR)/wheels --only-binary=:all: $(EE_CORE) \
 	  ansible-runner bindep pyyaml packaging jinja2 dumb-init==1.2.5 setuptools wheel
 	$(BUILDER_VENV)/bin/ansible-builder create -f execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
 	test -s $(EE_DIR)/context/Containerfile
 
 ee-test: ee
 	images/build-ssh-image.sh debian12
-	images/build-ee-base-image.sh
+	$(MAKE) images IMAGES=debian13
+	images/build-ee-base-image.sh debian13
 	tests/fleet/ee_test.sh
 
 test-pull: setup

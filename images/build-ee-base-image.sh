@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # A base image for the execution environment (execution-environment.yml), built locally since
-# no registry is reachable here: Debian 12 (from the node image's rootfs lineage:
-# gpufleet-node:debian12, never changed) with git, openssh-client and a Python venv, /opt/ee,
+# no registry is reachable here: Debian 13 (from the node image's rootfs lineage:
+# gpufleet-node:debian13, never changed; its Python 3.13 runs ansible-core 2.21, which needs
+# 3.12 or newer: docs/supported-versions.md) with git, openssh-client and a Python venv, /opt/ee,
 # first on PATH: the EE's Python (execution-environment.yml's python_interpreter), because
 # Debian disables ensurepip for the system Python and ansible-builder's pip_install step runs
 # `python -m ensurepip` (allowed in a venv) and PEP 668 forbids pip there; and a small
 # package-manager adapter (/usr/local/bin/gpufleet-apt) because ansible-builder's scripts call
 # `$PKGMGR install -y ...` and `$PKGMGR clean all` (dnf's syntax).
-#   images/build-ee-base-image.sh          -> gpufleet-ee-base:debian12 (FORCE=1 rebuilds)
+#   images/build-ee-base-image.sh          -> gpufleet-ee-base:debian13 (FORCE=1 rebuilds)
+#   images/build-ee-base-image.sh debian12 -> gpufleet-ee-base:debian12 (Python 3.11: ansible-core 2.19)
 set -euo pipefail
-tag=gpufleet-ee-base:debian12
+distro=${1:-debian13}
+tag=gpufleet-ee-base:$distro
 if [ "${FORCE:-0}" != 1 ] && docker image inspect "$tag" >/dev/null 2>&1; then
   echo "image $tag exists (FORCE=1 rebuilds)"; exit 0
 fi
@@ -27,8 +30,8 @@ case "$command" in
   *) exec apt-get "$command" "$@" ;;
 esac
 SCRIPT
-cat > "$ctx/Dockerfile" <<'DOCKERFILE'
-FROM gpufleet-node:debian12
+echo "FROM gpufleet-node:$distro" > "$ctx/Dockerfile"
+cat >> "$ctx/Dockerfile" <<'DOCKERFILE'
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3-pip python3-venv git openssh-client \

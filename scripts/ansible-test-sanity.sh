@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
-# Run `ansible-test sanity` on the collection.
+# Run `ansible-test sanity` on the collection, with the ansible-test of one ansible-core line.
+#
+#   scripts/ansible-test-sanity.sh            # the ansible-test on PATH (.venv: the pinned 2.19)
+#   scripts/ansible-test-sanity.sh .venv-2.21 # that venv's ansible-core and Python (make venv-2.21)
+#
+# The sanity rules differ between ansible-core lines (each line's ansible-test has its own
+# pylint, validate-modules and ignore file, tests/sanity/ignore-X.Y.txt), so CI runs this once
+# per tested line (docs/supported-versions.md). The Python the tests run under is the venv's
+# (SANITY_PYTHON overrides it).
 #
 # ansible-test needs the collection under ansible_collections/<namespace>/<name>/, so the files
 # git knows about (tracked, and untracked but not ignored) are copied to
-# build/sanity/ansible_collections/gpufleet/tuning first. `--venv` makes ansible-test build its
+# build/sanity/CORE/ansible_collections/gpufleet/tuning first. `--venv` makes ansible-test build its
 # own virtual environments; it bootstraps pip with a script it downloads, which this machine
 # cannot reach: a stand-in that uses ensurepip is put in ansible-test's cache first.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dest="$root/build/sanity/ansible_collections/gpufleet/tuning"
-python_version=${SANITY_PYTHON:-$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')}
+if [ $# -gt 0 ]; then
+  venv=$(cd "$1" && pwd) || { echo "no venv $1 (make venv-2.21 / venv-2.20 creates them)" >&2; exit 2; }
+  [ -x "$venv/bin/ansible-test" ] || { echo "$venv has no ansible-test" >&2; exit 2; }
+  # the venv first: its ansible-test, and its pythonX.Y for --python
+  export PATH="$venv/bin:$PATH" VIRTUAL_ENV="$venv"
+fi
+python=$(dirname "$(command -v ansible-test)")/python3
+[ -x "$python" ] || python=python3
+core=$("$python" -c 'from ansible.release import __version__ as v; print(".".join(v.split(".")[:2]))')
+python_version=${SANITY_PYTHON:-$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}
+# one copy per line, so that the lines' runs can go at the same time (suite lanes)
+dest="$root/build/sanity/$core/ansible_collections/gpufleet/tuning"
+echo "ansible-test sanity: ansible-core $("$python" -c 'from ansible.release import __version__ as v; print(v)'), Python $python_version"
 tests=${SANITY_TESTS:-}
 
 rm -rf "$dest"
@@ -24,7 +43,7 @@ mkdir -p "$dest"
 # The pip bootstrap stand-in, for every pip version this ansible-test may ask for.
 cache="$HOME/.ansible/test/cache"
 mkdir -p "$cache"
-pip_versions=$(python3 - <<'PY'
+pip_versions=$("$python" - <<'PY'
 import os, re
 import ansible_test
 path = os.path.join(os.path.dirname(ansible_test.__file__), '_internal', 'python_requirements.py')
@@ -33,8 +52,10 @@ with open(path) as handle:
 PY
 )
 [ -n "$pip_versions" ] || { echo "cannot find the pip version ansible-test bootstraps" >&2; exit 1; }
+# Written to a temporary file and renamed: the lines' runs may go at the same time.
 for version in $pip_versions; do
-  cat > "$cache/get_pip_${version//./_}.py" <<'PY'
+  tmp=$(mktemp "$cache/.get_pip.XXXXXX")
+  cat > "$tmp" <<'PY'
 """Stand-in for get-pip.py (unreachable here): ensurepip, then pip install the arguments."""
 import subprocess
 import sys
@@ -44,6 +65,7 @@ subprocess.check_call([sys.executable, '-m', 'ensurepip', '--upgrade'])
 if args:
     subprocess.check_call([sys.executable, '-m', 'pip', 'install'] + args)
 PY
+  mv -f "$tmp" "$cache/get_pip_${version//./_}.py"
 done
 
 cd "$dest"

@@ -1,7 +1,10 @@
 """Run the Molecule scenarios and the other node suites of `make test` in parallel lanes.
 
 Each job is a Molecule scenario on one node image (``molecule:DISTRO:SCENARIO``) or a named
-command (``cmd:NAME:COMMAND``). Jobs run LANES at a time, longest first (by the wall times of
+command (``cmd:NAME:COMMAND``). ``molecule@LINE:DISTRO:SCENARIO`` and ``cmd@LINE:NAME:COMMAND``
+run with the tools of another ansible-core line: the venv .venv-LINE of this checkout (make
+venv-2.21) comes first on PATH, so its molecule, ansible-playbook, pytest and bundled collections
+are the ones used (docs/supported-versions.md); without @LINE, those on PATH (.venv). Jobs run LANES at a time, longest first (by the wall times of
 the last run here, build/suites/timings.json, else those in tests/suite-timings.json, else in
 the order given). Every Molecule job gets a node
 name suffix and an ephemeral directory of its own (GPUFLEET_NODE_SUFFIX,
@@ -15,7 +18,7 @@ Exit status 1 when any job failed (the others still run to the end, so that one 
 every failure).
 
     python3 scripts/run_suites.py --lanes 2 molecule:debian12:pam molecule:debian11:pam \
-        'cmd:fleet-test:tests/reliability/fleet_test.sh'
+        'cmd:fleet-test:tests/reliability/fleet_test.sh' molecule@2.21:debian12:default
 """
 import argparse
 import json
@@ -35,20 +38,26 @@ class Job(object):
     def __init__(self, spec, default_distro, env_for):
         self.spec = spec
         kind, _sep, rest = spec.partition(':')
+        kind, _sep, line = kind.partition('@')
+        line_env = self.line_env(spec, line)
         if kind == 'molecule':
             distro, _sep, scenario = rest.partition(':')
             if not distro or not scenario:
-                raise SystemExit('bad job %r: molecule:DISTRO:SCENARIO' % spec)
-            self.name = '%s-%s' % (distro, scenario)
+                raise SystemExit('bad job %r: molecule[@LINE]:DISTRO:SCENARIO' % spec)
+            # the line in the name, the node's name and the Molecule state: the same scenario
+            # can run on two lines at once
+            self.name = '%s-%s' % (distro, scenario) + ('-core%s' % line if line else '')
             self.command = ['molecule', 'test', '-s', scenario]
             self.env = {
                 'MOLECULE_DISTRO': distro,
                 'MOLECULE_IMAGE': 'gpufleet-node:%s' % distro,
                 'GPUFLEET_NODE_SUFFIX': os.environ.get('GPUFLEET_NODE_SUFFIX', '') + (
-                    '' if distro == default_distro else '-%s' % distro),
+                    '' if distro == default_distro else '-%s' % distro) + (
+                    '-core%s' % line.replace('.', '') if line else ''),
                 'MOLECULE_EPHEMERAL_DIRECTORY': os.path.join(OUT, 'molecule', self.name),
             }
             self.env.update(env_for(distro))
+            self.env.update(line_env)
         elif kind == 'cmd':
             name, _sep, command = rest.partition(':')
             if not re.match(r'^[\w.-]+$', name) or not command:
@@ -59,11 +68,27 @@ class Job(object):
             # run gets the job's name, so two labs of the run never share a node
             self.env = ({'LAB_PREFIX': '%s-%s' % (os.environ['LAB_PREFIX'], name)}
                         if os.environ.get('LAB_PREFIX') else {})
+            self.env.update(line_env)
         else:
-            raise SystemExit('bad job %r: molecule:DISTRO:SCENARIO or cmd:NAME:COMMAND' % spec)
+            raise SystemExit('bad job %r: molecule[@LINE]:DISTRO:SCENARIO or cmd[@LINE]:NAME:COMMAND'
+                             % spec)
         self.log = os.path.join(OUT, self.name + '.log')
         self.rc = None
         self.seconds = None
+
+    @staticmethod
+    def line_env(spec, line):
+        """PATH and VIRTUAL_ENV for the venv of ansible-core line LINE (empty: the caller's)."""
+        if not line:
+            return {}
+        if not re.match(r'^\d+\.\d+$', line):
+            raise SystemExit('bad job %r: @LINE is an ansible-core line such as 2.21' % spec)
+        venv = os.path.join(ROOT, '.venv-%s' % line)
+        if not os.access(os.path.join(venv, 'bin', 'ansible-playbook'), os.X_OK):
+            raise SystemExit('job %r: no ansible-core %s venv in %s (make venv-%s)'
+                             % (spec, line, venv, line))
+        return {'PATH': os.path.join(venv, 'bin') + os.pathsep + os.environ.get('PATH', ''),
+                'VIRTUAL_ENV': venv}
 
     def run(self):
         start = time.time()

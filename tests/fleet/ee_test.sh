@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The execution environment (issue 15): build the image from the context `make ee` wrote
-# (ansible-builder build, docker runtime, base gpufleet-ee-base:debian12), then run
+# (ansible-builder build, docker runtime, base gpufleet-ee-base:debian13), then run
 # playbooks/tune_gpu_nodes.yml --tags limits from inside it, as AWX/AAP would, against a lab node
 # over SSH: the first run converges (verification included), the second changes nothing.
 #   tests/fleet/ee_test.sh        (LAB_PREFIX: gpufleet-ee; KEEP=1 keeps the node)
