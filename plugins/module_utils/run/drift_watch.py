@@ -73,9 +73,12 @@ class LocalHost(object):
     def run_command(self, args, environ_update=None, check_rc=False, data=None, **_kwargs):
         env = dict(os.environ)
         env.update(environ_update or {})
+        # the node-side watch runs with no AnsibleModule (plain Python from a timer): this IS
+        # the run_command it gives the audit, so ansible-test's "call run_command" cannot apply
         try:
-            proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env, close_fds=True)
+            proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+                args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, close_fds=True)
         except OSError as exc:
             return 127, '', str(exc)
         out, err = proc.communicate(data.encode('utf-8') if data else None)
@@ -191,9 +194,12 @@ def _stop(proc):
 def audit_in_child(command, params, timeout):
     """Run the audit in ``command`` (a child reading params on stdin) within ``timeout``
     seconds: an Outcome."""
+    # a session of its own and a time limit, to stop a hung audit and all it started: what
+    # run_command (no timeout, no process group) cannot do; no AnsibleModule here either
     try:
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, close_fds=True)
     except OSError as exc:
         return Outcome('crashed', 'cannot start the audit: %s' % exc)
     try:
