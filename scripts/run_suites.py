@@ -96,8 +96,12 @@ class Job(object):
         with open(self.log, 'w') as log:
             log.write('$ %s\n' % ' '.join(self.command))
             log.flush()
-            self.rc = subprocess.call(self.command, cwd=ROOT, env=env, stdout=log,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            try:
+                self.rc = subprocess.call(self.command, cwd=ROOT, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            except OSError as exc:  # no molecule on PATH: the job fails, the lane goes on
+                log.write('cannot start %s: %s\n' % (self.command[0], exc))
+                self.rc = 127
         self.seconds = time.time() - start
 
 

@@ -76,3 +76,12 @@ def test_a_job_on_a_line_gets_that_lines_venv_first_on_path(tmp_path, monkeypatc
     assert command.name == 'fleet-test' and command.env['PATH'].startswith(str(bin_dir))
     with pytest.raises(SystemExit, match='ansible-core line'):
         run_suites.Job('molecule@latest:debian12:pam', 'debian12', lambda d: {})
+
+
+def test_a_job_that_cannot_start_fails_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_suites, 'OUT', str(tmp_path))
+    monkeypatch.setenv('PATH', str(tmp_path))  # no molecule there
+    job = run_suites.Job('molecule:debian12:pam', 'debian12', lambda d: {})
+    job.run()
+    assert job.rc == 127
+    assert 'cannot start molecule' in (tmp_path / 'debian12-pam.log').read_text()
