@@ -95,6 +95,8 @@ class Job(object):
         env = dict(os.environ, **self.env)
         with open(self.log, 'w') as log:
             log.write('$ %s\n' % ' '.join(self.command))
+            if 'VIRTUAL_ENV' in self.env:
+                log.write('# with the tools of %s\n' % self.env['VIRTUAL_ENV'])
             log.flush()
             try:
                 self.rc = subprocess.call(self.command, cwd=ROOT, env=env, stdout=log,
