@@ -39,7 +39,7 @@ options:
     description:
       - Item -> value or C({soft, hard}), as in M(gpufleet.tuning.limits_profile)'s C(profile).
       - Items that are not rlimits with an OCI counterpart (C(priority), C(nice),
-        C(maxlogins)...) are left out and returned in RV(skipped).
+        C(maxlogins)...) are left out and returned in RV(skipped_items).
     type: dict
     required: true
   handlers:
@@ -105,8 +105,11 @@ files:
   returned: always
   type: list
   elements: str
-skipped:
-  description: Items of O(limits) that have no OCI rlimit.
+skipped_items:
+  description:
+    - Items of O(limits) that have no OCI rlimit.
+    - Named C(skipped) up to 0.2.0; C(skipped) is a result key of Ansible's own (the task was
+      skipped), which ansible-core 2.20 and newer turn into a boolean.
   returned: always
   type: list
   elements: str
@@ -164,7 +167,7 @@ def main():
         module.fail_json(msg=exc.msg, kind=exc.kind, where=exc.where)
     writes = planned.writes
     result = dict(changed=bool(writes), version=planned.version, handlers=planned.handlers,
-                  skipped=planned.skipped,
+                  skipped_items=planned.skipped,
                   files=[w[0] for w in writes], restarted=False, deferred=None)
     if module._diff:
         result['diff'] = [dict(before_header=p, after_header=p, before=o or '', after=n)
