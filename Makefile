@@ -43,6 +43,25 @@ images:
 lint: setup
 	ansible-lint --profile production
 	antsibull-changelog lint
+	$(DOCS_LINT)
+
+# The collection's docsite (docs/modules/README.md): antsibull-docs writes RST from the plugins'
+# DOCUMENTATION, EXAMPLES and RETURN (doc fragments included) and the roles'
+# meta/argument_specs.yml, Sphinx builds build/docsite/build/html/index.html from it. Both fail
+# on any error or warning (docs/docsite/conf-offline.py: no network, links into other
+# collections stay text). `make lint` runs DOCS_LINT: schema, markup and references (to this
+# collection and to ansible.builtin) of every plugin and role, and rstcheck of the pages.
+.PHONY: docs
+DOCSITE := $(ROOT)/build/docsite
+DOCS_LINT = antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs dependent \
+  --disallow-unknown-collection-refs --check-extra-docs-refs .
+docs: setup
+	rm -rf $(DOCSITE) && mkdir -p $(DOCSITE)
+	antsibull-docs sphinx-init --use-current --fail-on-error --project gpufleet.tuning \
+	  --title gpufleet.tuning --dest-dir $(DOCSITE) gpufleet.tuning
+	cat docs/docsite/conf-offline.py >> $(DOCSITE)/conf.py
+	$(DOCSITE)/build.sh
+	@echo "docsite: $(DOCSITE)/build/html/index.html"
 
 # CHANGELOG.md from changelogs/changelog.yaml (antsibull-changelog; fragments in
 # changelogs/fragments/ are folded in by `antsibull-changelog release --version X` at a release).
