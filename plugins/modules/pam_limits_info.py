@@ -31,14 +31,6 @@ options:
   user:
     description: Resolve the effective limits of this user (must exist on the host).
     type: str
-  limits_conf:
-    description: The main limits file.
-    type: path
-    default: /etc/security/limits.conf
-  limits_dir:
-    description: The drop-in directory.
-    type: path
-    default: /etc/security/limits.d
   root_wildcards:
     description:
       - Whether C(*) and C(@name) lines apply to root. C(auto) is false on Debian-family hosts
@@ -48,6 +40,7 @@ options:
     default: auto
 extends_documentation_fragment:
   - gpufleet.tuning.attributes.INFO
+  - gpufleet.tuning.attributes.PAM_FILES
 seealso:
   - module: gpufleet.tuning.pam_limits
 '''

@@ -52,10 +52,6 @@ options:
         containers.conf as a power of 1000 (C(shm_size = "256m") gives 256000000 bytes). An
         existing value is compared the way Podman reads it.
     type: str
-  purge:
-    description: Remove C(default_ulimits) entries for items not in O(ulimits).
-    type: bool
-    default: false
   path:
     description: The drop-in file to manage.
     type: path
@@ -64,6 +60,7 @@ extends_documentation_fragment:
   - gpufleet.tuning.attributes
   - gpufleet.tuning.attributes.FILE_BACKUP
   - gpufleet.tuning.attributes.RUNTIME_FORCE
+  - gpufleet.tuning.attributes.CONF_PURGE
 notes:
   - Applies to containers created afterwards; running containers keep their limits. Rootless
     Podman also reads C(~/.config/containers/containers.conf), which overrides this file.

@@ -76,23 +76,11 @@ options:
     description: Write the live values into C(/proc/sys) where it is writable.
     type: bool
     default: true
-  on_conflict:
-    description:
-      - What to do when a later file sets a requested key to another value. C(fail) fails
-        naming the line and writes nothing; C(warn) writes and warns.
-    type: str
-    choices: [fail, warn]
-    default: fail
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
-  mode:
-    description: Mode of a newly created file. An existing file keeps its owner and mode.
-    type: raw
-    default: '0644'
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
+  - gpufleet.tuning.attributes.FILE_MODE
+  - gpufleet.tuning.attributes.ON_CONFLICT
 notes:
   - The drift watch and M(gpufleet.tuning.limits_audit) (option C(sysctl)) report the same
     ceilings; docs/limit-model.md lists what each one bounds.

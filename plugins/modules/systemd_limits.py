@@ -72,25 +72,16 @@ options:
     description: File name of the drop-in to manage (it must end with C(.conf)).
     type: str
     default: 90-gpufleet-tuning.conf
-  on_conflict:
-    description:
-      - What to do when a file systemd reads after the drop-in sets a requested item to another
-        value. C(fail) fails naming file and line and writes nothing; C(warn) writes and warns.
-    type: str
-    choices: [fail, warn]
-    default: fail
   force:
     description:
       - Write hard values above what the host lets systemd set (see description). Never
         overrides the C(fs.nr_open) and C(unlimited) nofile guards.
     type: bool
     default: false
-  backup:
-    description: Keep a timestamped copy of the drop-in when it changes.
-    type: bool
-    default: false
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
+  - gpufleet.tuning.attributes.ON_CONFLICT
 notes:
   - A service started before a manager default changed keeps its old limits; C(systemctl
     daemon-reexec) makes the system manager read its defaults again, and services must then be
