@@ -164,7 +164,7 @@ suites: setup
 	$(MAKE) torch-image
 	$(SUITES) $(GENERATION_ENV) $(SUITE_JOBS)
 
-test: lint sanity vermin unit unit-py38 rules build
+test: lint docs sanity vermin unit unit-py38 rules build
 	$(MAKE) ee
 	$(MAKE) suites
 

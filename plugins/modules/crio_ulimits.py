@@ -82,6 +82,9 @@ notes:
   - Applies to containers created after the restart; running containers keep their limits.
   - Kubernetes has no released pod field for ulimits; see docs/containerd-kubernetes.md for the
     NRI ulimit-adjuster plugin and KEP-5758.
+  - CRI-O reads every file under C(/etc/crio/crio.conf.d), of any name (not only C(*.conf)) and in
+    subdirectories too (cri-o C(UpdateFromPath), C(pkg/config/config.go)); C(default_ulimits) is a
+    plain list, so the last file that sets it wins whole (no merging, no C({append=true})).
 seealso:
   - module: gpufleet.tuning.podman_ulimits
   - module: gpufleet.tuning.containerd_base_spec

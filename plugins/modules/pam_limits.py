@@ -103,6 +103,12 @@ notes:
     systemd services and containers never read these files; use
     M(gpufleet.tuning.systemd_limits) and M(gpufleet.tuning.docker_ulimits) for them.
   - On Debian and Ubuntu, C(*) and C(@group) lines do not apply to root; add C(root) entries.
+  - pam_limits reads C(/etc/security/limits.conf) first, then C(limits.d/*.conf) sorted by name (C
+    locale); a O(path) it does not read gets a warning. The name of the O(backup) copy does not end
+    in C(.conf), so pam_limits ignores it.
+  - A C(%) or C(%group) domain is refused for every item but C(maxlogins) (pam_limits ignores such a
+    line, C(maxsyslogins) included). Any other domain text is a user name to pam_limits
+    (C(alice@example.com)) and is accepted. Each refusal names the field, C(limits[N].FIELD).
 seealso:
   - module: gpufleet.tuning.pam_limits_info
   - name: limits.conf(5)

@@ -41,6 +41,10 @@ options:
 extends_documentation_fragment:
   - gpufleet.tuning.attributes.INFO
   - gpufleet.tuning.attributes.PAM_FILES
+notes:
+  - The files are read as the installed Linux-PAM reads them (RV(pam_version), from dpkg's status
+    file or C(rpm -q pam)); docs/limit-model.md lists what changed between versions (the value field
+    from 1.6, C(rttime) from 1.7.1).
 seealso:
   - module: gpufleet.tuning.pam_limits
 '''

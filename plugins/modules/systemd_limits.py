@@ -90,6 +90,14 @@ notes:
   - A user service cannot get limits above its user manager's, which come from the system
     manager's defaults (or a drop-in for C(user@.service)).
   - C(~/.config/systemd/user.conf) is not read by this module.
+  - Restarting C(user@UID.service) stops that user's services.
+  - A default below the container's hard limit makes pam_limits in the C(systemd-user) PAM stack log
+    C(Could not set limit ... Operation not permitted) when a user manager starts. That is harmless;
+    the manager still starts.
+  - Precedence and value grammar are systemd 252's (Debian 12). An invalid assignment is ignored and
+    the earlier value stays (reported in RV(invalid)); C(/etc) masks a drop-in of the same name in
+    C(/run), C(/usr/local/lib) and C(/usr/lib). The name of the O(backup) copy
+    (C(NAME.conf.PID.DATE~)) is one systemd ignores.
 seealso:
   - module: gpufleet.tuning.systemd_limits_info
   - module: gpufleet.tuning.pam_limits
