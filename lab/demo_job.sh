@@ -50,9 +50,9 @@ case "${1:-}" in
     echo "=== the job before tuning ($node) ==="; summary "$dir/job-before"
     ;;
   after)
-    # and, in the login session, the first rank again with 1 and 3 workers: images/s against
-    # num_workers (the demo's plot, scripts/plot_throughput.py)
-    playbook -e dataloader_check_fetch_dir="$dir/job-after" -e '{"dataloader_check_sweep_workers": [1, 3]}'
+    # and, in the login session, the first rank alone once the job is done, with 1, 2 and 3
+    # workers: images/s against num_workers (the demo's plot, scripts/plot_throughput.py)
+    playbook -e dataloader_check_fetch_dir="$dir/job-after" -e '{"dataloader_check_sweep_workers": [1, 2, 3]}'
     echo "=== the job after tuning ($node) ==="; summary "$dir/job-after"
     ;;
   *) echo "usage: lab/demo_job.sh node|before|after" >&2; exit 2 ;;

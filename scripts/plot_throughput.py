@@ -3,7 +3,7 @@ images/s against num_workers (the sweep in the login session after tuning), as P
 
     python3 scripts/plot_throughput.py build/lab
         from the results `make demo` fetched (LAB_DIR/job-before/, LAB_DIR/job-after/): writes
-        LAB_DIR/throughput.json (the figures plotted), LAB_DIR/throughput.png and .svg
+        LAB_DIR/throughput.json (the figures plotted, dated by the job's results), LAB_DIR/throughput.png and .svg
     python3 scripts/plot_throughput.py --data benchmarks/demo-throughput.json --out docs/images/throughput
         the same picture from a saved throughput.json (the README's image)
     python3 scripts/plot_throughput.py build/lab --save benchmarks/demo-throughput.json
@@ -48,25 +48,30 @@ def context_rows(results):
 
 
 def sweep_points(results):
-    """The login session's sweep, with the run it followed (the first rank's own run) as a point."""
+    """The login session's sweep. A job of one rank measured its own run alone too: that run is
+    a point of its worker count. In a job of several ranks the first rank measures the sweep
+    alone once the job is done, while its own run shared the node with the other ranks: that
+    run is not a point of the same curve."""
     login = (results.get('contexts') or {}).get('login') or {}
     points = [{'num_workers': int(p['num_workers']), 'ok': bool(p.get('ok')),
                'images_per_s': float(p.get('samples_per_s') or 0.0)} for p in login.get('sweep') or []]
-    first = (login.get('ranks') or [login])[0]
-    if points and first.get('num_workers') and first.get('ok'):
-        points.append({'num_workers': int(first['num_workers']), 'ok': True,
-                       'images_per_s': float(first.get('samples_per_s') or 0.0)})
+    counts = set(p['num_workers'] for p in points)
+    if points and not login.get('ranks') and login.get('ok') and login.get('num_workers') \
+            and login['num_workers'] not in counts:
+        points.append({'num_workers': int(login['num_workers']), 'ok': True,
+                       'images_per_s': float(login.get('samples_per_s') or 0.0)})
     return sorted(points, key=lambda p: p['num_workers'])
 
 
 def collect(lab):
     node, before = load_phase(lab, 'job-before')
     _node, after = load_phase(lab, 'job-after')
+    measured = os.path.getmtime(sorted(glob.glob(os.path.join(lab, 'job-after', '*.json')))[0])
     job = (after.get('job') or {}).get('job') or {}
     return {
         'source': 'make demo: the training job of lab/demo_job.yml on %s (lab/demo_job.sh before, after)' % node,
-        'written': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
-        'machine': '%d cores, %s, load average %s' % (
+        'written': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(measured)),
+        'machine': '%d cores, %s, load average %s when plotted' % (
             os.cpu_count() or 0, platform.machine(), ' '.join('%.1f' % v for v in os.getloadavg())),
         'job': {key: job[key] for key in ('ranks_per_node', 'num_workers', 'batch_size', 'prefetch_factor',
                                           'tensors_per_batch') if key in job},

@@ -646,11 +646,12 @@ def run_ranks(args, result):
     result['shm_used_at_start_bytes'] = sampler.shm_base
     result['peak_rss_bytes'] = sampler.peak_rss
     if 'sweep' in ranks[0]:
-        # one rank's images/s against num_workers, its own run among the points
+        # one rank alone, after the job, against num_workers (the job's own run shared the
+        # node with the other ranks: not a point of this curve)
         result['sweep'] = ranks[0]['sweep']
         if args.plot_png:
             try:
-                plot_png(ranks[0], args.plot_png)
+                plot_png({'sweep': ranks[0]['sweep']}, args.plot_png)
                 result['plot_png'] = args.plot_png
             except Exception as exc:  # pylint: disable=broad-except
                 result['plot_png_error'] = '%s: %s' % (type(exc).__name__, exc)

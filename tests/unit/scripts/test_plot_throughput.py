@@ -62,10 +62,24 @@ def test_the_figures_taken_from_the_demo_results(tmp_path):
     assert data['before']['container'] == {
         'ok': False, 'images_per_s': 6.2, 'exhausted': 'shm', 'nofile_soft': None, 'shm_size_mib': 64}
     assert data['after']['login']['images_per_s'] == 11.2
-    # the sweep's points and the first rank's own run (2 workers) among them, in order
+    # the sweep's points, in order; the first rank's own run (2 workers, beside the other
+    # rank) is not one of them
     assert [(p['num_workers'], p['ok'], p['images_per_s']) for p in data['sweep']] == [
-        (1, True, 3.1), (2, True, 5.5), (3, False, 0.0)]
+        (1, True, 3.1), (3, False, 0.0)]
     assert data['job'] == {'ranks_per_node': 2, 'num_workers': 2}
+
+
+def test_a_job_of_one_rank_adds_its_own_run_to_the_sweep(tmp_path):
+    after = json.loads(json.dumps(AFTER))
+    login = after['contexts']['login']
+    del login['ranks']
+    login['num_workers'] = 2
+    (tmp_path / 'job-before').mkdir()
+    (tmp_path / 'job-after').mkdir()
+    (tmp_path / 'job-before' / 'n1.json').write_text(json.dumps(BEFORE))
+    (tmp_path / 'job-after' / 'n1.json').write_text(json.dumps(after))
+    data = plot_throughput.collect(str(tmp_path))
+    assert [(p['num_workers'], p['images_per_s']) for p in data['sweep']] == [(1, 3.1), (2, 11.2), (3, 0.0)]
 
 
 def test_the_plot_from_a_lab(tmp_path):
