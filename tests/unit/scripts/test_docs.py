@@ -141,3 +141,27 @@ def test_the_default_profile_is_written_once():
             text = handle.read()
         for pattern in patterns:
             assert not re.search(pattern, text), '%s repeats the default profile' % os.path.relpath(path, ROOT)
+
+
+def test_limits_profile_probes_return_names_every_probed_context():
+    """limits_profile's RETURN `probes` lists the configured -> probed names: every context of
+    the registry with a name and a probe of its own (it once listed five of seven)."""
+    import yaml
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import REGISTRY
+    from ansible_collections.gpufleet.tuning.plugins.modules import limits_profile
+    text = ' '.join(yaml.safe_load(limits_profile.RETURN)['probes']['description'])
+    for record in REGISTRY:
+        if record.name and record.probe:
+            said = 'C(%s) -> C(%s)' % (record.name, record.probe) if record.name != record.probe \
+                else 'C(%s)' % record.name
+            assert said in text, said
+
+
+def test_the_readme_links_every_module():
+    with open(os.path.join(ROOT, 'README.md')) as handle:
+        text = handle.read()
+    names = sorted(os.path.basename(p)[:-3] for p in os.listdir(os.path.join(ROOT, 'plugins', 'modules'))
+                   if p.endswith('.py') and p != '__init__.py')
+    assert len(names) == docs_check.count_modules(ROOT)
+    for name in names:
+        assert '[%s](docs/modules/%s.md)' % (name, name) in text, name
