@@ -285,7 +285,7 @@ def facts(root=ROOT, write=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     sub = parser.add_subparsers(dest='command', required=True)
     run_parser = sub.add_parser('run', help="run one runner's blocks")
     run_parser.add_argument('runner', choices=sorted(RUNNERS))

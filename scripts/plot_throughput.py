@@ -155,7 +155,7 @@ def render(data, out, stamp):
 def check_files(out, data):
     """Problems (a list of strings) with OUT.png and OUT.svg as render() writes them for DATA:
     a PNG, an SVG that parses, the two titles and every context of DATA in the SVG's text."""
-    import xml.etree.ElementTree as ElementTree
+    from xml.etree import ElementTree
     problems = []
     try:
         with open(out + '.png', 'rb') as handle:
@@ -176,7 +176,7 @@ def check_files(out, data):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('lab', nargs='?', help='LAB_DIR of make demo (build/lab)')
     parser.add_argument('--data', help='plot this throughput.json instead of a lab\'s results')
     parser.add_argument('--out', help='OUT.png and OUT.svg (default: LAB_DIR/throughput, or beside --data)')

@@ -4,7 +4,6 @@ figure quoted with a fact marker is its source's (a benchmarks/ file or a count 
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import pytest
