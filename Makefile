@@ -277,11 +277,14 @@ demo:
 	@echo; echo "=== before ==="; cat build/lab/before/limits-audit.md
 	@echo; echo "=== after ==="; cat build/lab/after/limits-audit.md
 	@echo; python3 scripts/bench_job_contexts.py --show build/lab
+	@echo; $(BIN)/python scripts/plot_throughput.py build/lab
 	@echo; echo "make lab-down removes the lab"
 
-# make demo, then check its audits (gaps before, none after) and remove the lab.
+# The README's lab blocks as a new user runs them (scripts/docs_check.py: the blocks marked
+# <!-- run: demo-test -->: make demo, then a second lab as "your own inventory", tuned with the
+# README's three lines), then check the demo's audits, job and plot, and remove the lab.
 demo-test:
-	$(MAKE) demo
+	python3 scripts/docs_check.py run demo-test || { LAB_PREFIX=gpufleet-mine LAB_DIR=$(ROOT)/build/mine lab/lab.sh down; exit 1; }
 	python3 scripts/check_demo.py build/lab
 	$(MAKE) lab-down
 
