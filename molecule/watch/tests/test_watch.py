@@ -6,9 +6,9 @@ import subprocess
 import time
 
 import pytest
-from conftest import (CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
-                      REMOVE, ROOT, UNIT, api, firing, journal_since, key, metrics, query,
-                      wait_for)
+from conftest import (APT_HOOK, CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, NFD_FILE,
+                      NPD_CONFIG, NPD_PLUGIN, PERIOD, PROFILE, REMOVE, ROOT, STATE_DIR, UNIT, api,
+                      firing, journal_since, key, metrics, nfd_labels, npd, query, wait_for)
 from scenario_support import ansible_command, run_playbook
 
 # the limits.d drift reaches SSH sessions too (the node's sshd runs pam_limits: the ssh probe)
@@ -175,6 +175,10 @@ def test_profile_missing_or_corrupt(host, quiet_timer):
         assert run_watch(host) != 0
         assert_failure(host, since, 'profile_missing', 'audit failed (profile_missing): '
                        'profile file %s does not exist' % PROFILE)
+        # the same outcome for Kubernetes: NPD Unknown with the reason, NFD "unknown"
+        assert npd(host) == (2, 'gpufleet limits audit failed (profile_missing): profile file '
+                             '%s does not exist (run the limits_watch role)' % PROFILE)
+        assert nfd_labels(host) == {'gpufleet.io/limits-ok': 'unknown'}
         since = time.time()
         host.check_output("printf '{\"profile\": {\"nofile\": ' > %s" % PROFILE)
         assert run_watch(host) != 0
@@ -240,6 +244,121 @@ def test_metrics_directory_missing_or_read_only(host, quiet_timer):
     assert_whole_metrics_file(host)
 
 
+def compliance(host):
+    """{context: '1' or '0'} of gpufleet_limits_compliant for nofile in the metrics file."""
+    return dict((dict(labels)['context'], value) for (name, labels), value in
+                metrics(host).items() if name == 'gpufleet_limits_compliant'
+                and dict(labels)['item'] == 'nofile')
+
+
+def test_npd_and_nfd_say_what_the_metrics_say(host, quiet_timer):
+    """Issue 34 item 2 (no cluster here: the plugin and the feature file on the node, checked
+    against NPD's and NFD's documented formats): one audit, three outlets that agree."""
+    from node_state_formats import check_npd_config
+    check_npd_config(host.file(NPD_CONFIG).content_string,
+                     path_exists=lambda p: host.file(p).exists and host.file(p).mode & 0o111)
+    limits_d = '/etc/security/limits.d/90-gpufleet-tuning.conf'
+    for planted in (False, True):
+        if planted:
+            host.check_output("sed -i 's/16384/4096/g' %s" % limits_d)
+        try:
+            assert run_watch(host) == 0
+            contexts = compliance(host)
+            labels = nfd_labels(host)
+            for shell in ('sh', 'bash'):      # dash (Debian's sh) and bash
+                rc, out = npd(host, shell=shell)
+                assert rc == (1 if planted else 0), out
+        finally:
+            if planted:
+                host.check_output("sed -i 's/4096/16384/g' %s" % limits_d)
+        short = sorted(c for c, v in contexts.items() if v == '0')
+        assert short == (['login', 'ssh'] if planted else [])
+        if planted:
+            head, _sep, listed = out.partition(': ')
+            assert head == 'limits below the gpufleet profile'
+            assert sorted(listed.split(', ')) == ['%s nofile' % c for c in short]
+        else:
+            assert out == 'limits at the gpufleet profile in %d contexts' % len(contexts)
+        assert labels.pop('gpufleet.io/limits-ok') == ('false' if planted else 'true')
+        assert labels == dict(('gpufleet.io/limits-ok.' + c.replace(':', '-'),
+                               'true' if v == '1' else 'false') for c, v in contexts.items())
+    # an answer two periods old is Unknown (the watch stopped); none at all too
+    host.check_output("sed 's/^expires=.*/expires=1/' %s/npd-status > /root/npd-old" % STATE_DIR)
+    rc, out = npd(host, '/root/npd-old')
+    assert rc == 2 and out.startswith('gpufleet limits audit result is stale: written ')
+    assert npd(host, '/root/none')[0] == 2
+
+
+def fake_package(host, name, files):
+    """A local .deb that installs ``files`` ({path: text}), built on the node with dpkg-deb:
+    apt-get installs it offline, so dpkg runs and apt's DPkg::Post-Invoke hooks run after it,
+    as for any upgrade."""
+    tree = '/root/%s' % name
+    host.check_output('rm -rf {0} && mkdir -p {0}/DEBIAN'.format(tree))
+    host.check_output("printf 'Package: %s\\nVersion: 1.0\\nArchitecture: all\\nMaintainer: "
+                      "gpufleet tests <tests@example.invalid>\\nDescription: watch scenario test "
+                      "package\\n' > %s/DEBIAN/control" % (name, tree))
+    for path, text in files.items():
+        host.check_output("mkdir -p %s%s && printf '%s' > %s%s" % (
+            tree, os.path.dirname(path), text, tree, path))
+    host.check_output('dpkg-deb --build %s /root/%s.deb' % (tree, name))
+    return '/root/%s.deb' % name
+
+
+def component(host, name):
+    """(labels of gpufleet_limits_component_info, changed timestamp) of a component."""
+    got = metrics(host)
+    info = [dict(labels) for (metric, labels), _v in got.items()
+            if metric == 'gpufleet_limits_component_info' and dict(labels)['component'] == name]
+    changed = got.get(key('gpufleet_limits_component_changed_timestamp_seconds', component=name))
+    return (info[0] if info else None), float(changed or 0)
+
+
+def test_a_package_transaction_that_changes_a_component_reaudits_at_once(host, quiet_timer):
+    """Issue 34 item 5: the components' versions (dpkg) and unit-file hashes are exported; a
+    package that changes containerd's unit files (a drop-in, as an upgrade's new unit would)
+    makes apt's Post-Invoke hook start the watch while its timer is stopped, and the change
+    reaches the metrics, the journal and Prometheus' alert."""
+    assert host.file(APT_HOOK).exists
+    assert run_watch(host) == 0
+    for name in ('dockerd', 'containerd', 'runc', 'systemd'):
+        info, _changed = component(host, name)
+        assert info and info['source'] == 'dpkg', name
+        assert info['version'] == host.check_output(
+            "dpkg-query -W -f '${Version}' %s" % info['package'])
+    before, _changed = component(host, 'containerd')
+    package = 'gpufleet-test-containerd-dropin'
+    deb = fake_package(host, package, {
+        '/etc/systemd/system/containerd.service.d/50-gpufleet-test.conf':
+            '[Service]\\n# installed by the watch scenario test package\\n'})
+    try:
+        since = int(time.time())
+        out = host.check_output('DEBIAN_FRONTEND=noninteractive apt-get install -y %s 2>&1' % deb)
+        assert 'gpufleet-limits-watch: component changed: containerd unit files' in out, out
+        (info, changed), took = wait_for('the re-audit after apt (timer stopped)', lambda: (
+            component(host, 'containerd') if component(host, 'containerd')[1] >= since
+            else None), 60, step=0.5)
+        print('\nre-audit after apt-get install: metrics changed %.1f s after apt returned' % took)
+        assert info['version'] == before['version']
+        assert info['units_sha256'] != before['units_sha256']
+        assert 'component changed: containerd unit files %s -> %s' % (
+            before['units_sha256'], info['units_sha256']) in journal_since(host, since, 'warning')
+        wait_for('GpufleetLimitsComponentChanged in Prometheus', lambda: [
+            a for a in firing(host, 'GpufleetLimitsComponentChanged')
+            if a['component'] == 'containerd' and a['instance'] == instance(host)], 60)
+    finally:
+        removed = int(time.time())
+        host.check_output('DEBIAN_FRONTEND=noninteractive apt-get remove -y %s 2>&1' % package)
+    (info, changed), _took = wait_for('the re-audit after apt-get remove', lambda: (
+        component(host, 'containerd') if component(host, 'containerd')[1] >= removed
+        else None), 60, step=0.5)
+    assert info['units_sha256'] == before['units_sha256']
+    # nothing changed since: the hooks' check says so and starts nothing
+    check = host.run('python3 -I -S /usr/local/lib/gpufleet-tuning/gpufleet_limits_components.py '
+                     '%s -v' % STATE_DIR)
+    assert check.rc == 0 and 'components unchanged' in check.stderr
+
+
 def timer_runs(host, since):
     return journal_since(host, since).count('audit failed (profile_invalid)')
 
@@ -271,7 +390,8 @@ def test_state_absent_removes_the_watch(host):
     rc, out = run_playbook(host, REMOVE)
     assert rc == 0, out
     for path in ('/etc/systemd/system/%s.timer' % UNIT, '/etc/systemd/system/%s.service' % UNIT,
-                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS):
+                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS, STATE_DIR, APT_HOOK,
+                 NPD_CONFIG, NPD_PLUGIN, NFD_FILE):
         assert not host.file(path).exists, path
     assert host.run('systemctl is-active %s.timer' % UNIT).stdout.strip() != 'active'
     rc, out = run_playbook(host, REMOVE)
