@@ -4,10 +4,14 @@ component_versions.py), the record kept across runs and the change seen once
 hooks' check."""
 import json
 import os
+import sys
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import component_versions as cv
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import node_state as ns
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import watch_outlets as wo
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+from scenario_support import samples  # noqa: E402  pylint: disable=wrong-import-position
 
 STATUS = """Package: containerd
 Status: install ok installed
@@ -120,6 +124,11 @@ def test_metrics_of_the_record():
     assert 'gpufleet_limits_component_changed_timestamp_seconds{component="dockerd"} 200' in text
     assert 'component="dockerd",version' not in text
     assert text.count('# TYPE') == 2
+    # the scenario's parser reads every label (names with digits too)
+    info = [dict(labels) for (name, labels), _v in samples(text).items()
+            if name == 'gpufleet_limits_component_info' and dict(labels)['component'] == 'containerd']
+    assert info == [{'component': 'containerd', 'version': '2.0.2-1', 'package': 'containerd',
+                     'source': 'dpkg', 'units_sha256': 'abababababab'}]
 
 
 class Node(object):
