@@ -9,8 +9,11 @@ One evaluation: everything here is derived from the audit result the metrics com
 (:func:`verdict`), with no judgement of its own. A context is ``short`` when the audit has a
 gap for it (``gaps``, a pids row with a gap, for the kernel a ceiling with a gap > 0, the same
 rows that make ``gpufleet_limits_compliant`` 0 and ``gpufleet_limits_sysctl_gap`` > 0),
-``unknown`` when its probe failed or is pending, else ``ok``; the node is ``short`` when any
-context is, ``unknown`` when a probe failed (not merely pending) or the audit did not run.
+``unknown`` when its probe failed or is pending, else ``ok``. The node is ``short`` when any
+context or ceiling is, ``unknown`` when the audit did not run, else ``ok``: a failed probe
+leaves its context unknown and is named in the message, but does not make the node unknown,
+as in the alert rules (a gap is a warning, a failed probe information): root's user manager
+comes and goes with sessions, and a node label must not flap with it.
 
 Formats (cited in docs/node-state.md):
 
@@ -84,7 +87,7 @@ def verdict(result):
     for name, _item in short:
         if name != 'kernel':
             contexts[name] = SHORT
-    state = SHORT if short else (UNKNOWN if failed else OK)
+    state = SHORT if short else OK
     return Verdict(state, contexts, short, failed)
 
 
@@ -110,11 +113,11 @@ def message(found):
                 shown.append(part)
             text = 'limits below the gpufleet profile: %s (+%d more)' % (
                 ', '.join(shown), len(parts) - len(shown))
-    elif found.state == UNKNOWN:
-        text = 'limits not verified: probe failed in %s; the other contexts get the ' \
-               'gpufleet profile' % ', '.join(found.failed)
     else:
-        text = 'limits at the gpufleet profile in %d contexts' % len(found.contexts)
+        text = 'limits at the gpufleet profile in %d contexts' % len(
+            [c for c in found.contexts.values() if c == OK])
+        if found.failed:
+            text += '; not verified (probe failed): %s' % ', '.join(found.failed)
     text = ' '.join(text.split())
     return text[:MAX_MESSAGE]
 
