@@ -253,16 +253,21 @@ def test_metrics_directory_missing_or_read_only(host, quiet_timer):
 
 
 def metrics_say(host):
-    """{context: 'true', 'false' or 'unknown'} as the metrics file says it: compliant 1 or 0
-    (any item), a probe that failed or is pending."""
-    said = {}
+    """{context: 'true', 'false' or 'unknown'} as the metrics file says it: 'false' when any
+    item has compliant 0, else 'unknown' for a probe that failed or is pending, else 'true'."""
+    compliant, unproven = {}, set()
     for (name, labels), value in metrics(host).items():
         labels = dict(labels)
         if name == 'gpufleet_limits_compliant':
-            if value == '0' or said.get(labels['context']) != 'false':
-                said[labels['context']] = 'false' if value == '0' else 'true'
+            compliant.setdefault(labels['context'], set()).add(value)
         elif name in ('gpufleet_limits_probe_error', 'gpufleet_limits_probe_pending'):
-            said[labels['context']] = 'unknown'
+            unproven.add(labels['context'])
+    said = dict((c, 'unknown') for c in unproven)
+    for context, values in compliant.items():
+        if '0' in values:
+            said[context] = 'false'
+        elif context not in unproven:
+            said[context] = 'true'
     return said
 
 
