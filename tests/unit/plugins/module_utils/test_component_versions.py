@@ -99,7 +99,7 @@ def test_first_record_is_no_change_then_each_change_is_seen_once(tmp_path):
 
 def test_components_appearing_and_going_are_changes(tmp_path):
     root = node(tmp_path, units=UNITS)
-    first, _ = cv.compare({}, cv.read_components(None, root), 100)
+    first, _changes = cv.compare({}, cv.read_components(None, root), 100)
     node(tmp_path, status=STATUS.replace('deinstall ok config-files', 'install ok installed')
          .replace('Package: docker.io', 'Package: docker.io-gone'))
     state, changes = cv.compare(first, cv.read_components(None, root), 200)
