@@ -6,9 +6,9 @@ import subprocess
 import time
 
 import pytest
-from conftest import (CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
-                      REMOVE, ROOT, UNIT, api, firing, journal_since, key, metrics, query,
-                      wait_for)
+from conftest import (APT_HOOK, CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, NFD_FILE,
+                      NPD_CONFIG, NPD_PLUGIN, PERIOD, PROFILE, REMOVE, ROOT, STATE_DIR, UNIT, api,
+                      firing, journal_since, key, metrics, nfd_labels, npd, query, wait_for)
 from scenario_support import ansible_command, run_playbook
 
 # the limits.d drift reaches SSH sessions too (the node's sshd runs pam_limits: the ssh probe)
@@ -126,9 +126,17 @@ def test_drift_fires_within_two_periods_and_retune_clears_it(host):
     gap = query(host, 'gpufleet_limits_gap{context="login",item="nofile",side="soft"}')
     assert gap[0]['value'][1] == str(16384 - 4096)
 
+    # The re-tune must not race the watch it tests: a watch run's docker probe container makes
+    # dockerd busy, so limits_docker_restart=when_idle defers the restart (docker stays below
+    # the profile), and its login probe starts and stops root's user manager under the tune's
+    # user_manager probe. Stop the timer; converge.yml's limits_watch role starts it again.
+    host.check_output('systemctl stop %s.timer' % UNIT)
+    wait_for('no audit running', lambda: host.run(
+        'systemctl is-active %s.service' % UNIT).stdout.strip() != 'activating', 120)
     started = time.time()
     rc, out = run_playbook(host, CONVERGE)
     assert rc == 0, out
+    assert host.service('%s.timer' % UNIT).is_running
     retuned = time.time()
     wait_for('the alert clears after re-tuning', lambda: not below(host), 2 * PERIOD + 30,
              step=1)
@@ -175,6 +183,10 @@ def test_profile_missing_or_corrupt(host, quiet_timer):
         assert run_watch(host) != 0
         assert_failure(host, since, 'profile_missing', 'audit failed (profile_missing): '
                        'profile file %s does not exist' % PROFILE)
+        # the same outcome for Kubernetes: NPD Unknown with the reason, NFD "unknown"
+        assert npd(host) == (2, 'gpufleet limits audit failed (profile_missing): profile file '
+                             '%s does not exist (run the limits_watch role)' % PROFILE)
+        assert nfd_labels(host) == {'gpufleet.io/limits-ok': 'unknown'}
         since = time.time()
         host.check_output("printf '{\"profile\": {\"nofile\": ' > %s" % PROFILE)
         assert run_watch(host) != 0
@@ -240,6 +252,142 @@ def test_metrics_directory_missing_or_read_only(host, quiet_timer):
     assert_whole_metrics_file(host)
 
 
+def metrics_say(host):
+    """{context: 'true', 'false' or 'unknown'} as the metrics file says it: 'false' when any
+    item has compliant 0, else 'unknown' for a probe that failed or is pending, else 'true'."""
+    compliant, unproven = {}, set()
+    for (name, labels), value in metrics(host).items():
+        labels = dict(labels)
+        if name == 'gpufleet_limits_compliant':
+            compliant.setdefault(labels['context'], set()).add(value)
+        elif name in ('gpufleet_limits_probe_error', 'gpufleet_limits_probe_pending'):
+            unproven.add(labels['context'])
+    said = dict((c, 'unknown') for c in unproven)
+    for context, values in compliant.items():
+        if '0' in values:
+            said[context] = 'false'
+        elif context not in unproven:
+            said[context] = 'true'
+    return said
+
+
+def test_npd_and_nfd_say_what_the_metrics_say(host, quiet_timer):
+    """Issue 34 item 2 (no cluster here: the plugin and the feature file on the node, checked
+    against NPD's and NFD's documented formats): one audit, three outlets that agree, on the
+    node as it is and with a narrowed limits.d line."""
+    from node_state_formats import check_npd_config
+    check_npd_config(host.file(NPD_CONFIG).content_string,
+                     path_exists=lambda p: host.file(p).exists and host.file(p).mode & 0o111)
+    limits_d = '/etc/security/limits.d/90-gpufleet-tuning.conf'
+    seen = {}
+    for planted in (False, True):
+        if planted:
+            host.check_output("sed -i 's/16384/4096/g' %s" % limits_d)
+        try:
+            assert run_watch(host) == 0
+            said = metrics_say(host)
+            labels = nfd_labels(host)
+            answers = set(npd(host, shell=shell) for shell in ('sh', 'bash'))  # dash and bash
+        finally:
+            if planted:
+                host.check_output("sed -i 's/4096/16384/g' %s" % limits_d)
+        short = set(c for c, v in said.items() if v == 'false')
+        kernel = [n for n, v in metrics(host).items()
+                  if n[0] == 'gpufleet_limits_sysctl_gap' and float(v) > 0]
+        seen[planted] = short
+        assert len(answers) == 1, answers
+        rc, out = answers.pop()
+        assert rc == (1 if short or kernel else 0), out
+        if short or kernel:
+            head, _sep, listed = out.partition(': ')
+            assert head == 'limits below the gpufleet profile'
+            assert set(p.split(' ')[0] for p in listed.split(', ')) == short | (
+                {'kernel'} if kernel else set())
+        else:
+            assert out.startswith('limits at the gpufleet profile in %d contexts'
+                                  % len([v for v in said.values() if v == 'true'])), out
+        assert labels.pop('gpufleet.io/limits-ok') == ('false' if short or kernel else 'true')
+        assert labels == dict(('gpufleet.io/limits-ok.' + c.replace(':', '-'), v)
+                              for c, v in said.items())
+    # the narrowed line reaches login and ssh sessions, and only them
+    assert seen[True] - seen[False] == {'login', 'ssh'}
+    # an answer two periods old is Unknown (the watch stopped); none at all too
+    host.check_output("sed 's/^expires=.*/expires=1/' %s/npd-status > /root/npd-old" % STATE_DIR)
+    rc, out = npd(host, '/root/npd-old')
+    assert rc == 2 and out.startswith('gpufleet limits audit result is stale: written ')
+    assert npd(host, '/root/none')[0] == 2
+
+
+def fake_package(host, name, files):
+    """A local .deb that installs ``files`` ({path: text}), built on the node with dpkg-deb:
+    apt-get installs it offline, so dpkg runs and apt's DPkg::Post-Invoke hooks run after it,
+    as for any upgrade."""
+    tree = '/root/%s' % name
+    host.check_output('rm -rf {0} && mkdir -p {0}/DEBIAN'.format(tree))
+    host.check_output("printf 'Package: %s\\nVersion: 1.0\\nArchitecture: all\\nMaintainer: "
+                      "gpufleet tests <tests@example.invalid>\\nDescription: watch scenario test "
+                      "package\\n' > %s/DEBIAN/control" % (name, tree))
+    for path, text in files.items():
+        host.check_output("mkdir -p %s%s && printf '%s' > %s%s" % (
+            tree, os.path.dirname(path), text, tree, path))
+    host.check_output('dpkg-deb --build %s /root/%s.deb' % (tree, name))
+    return '/root/%s.deb' % name
+
+
+def component(host, name):
+    """(labels of gpufleet_limits_component_info, changed timestamp) of a component."""
+    got = metrics(host)
+    info = [dict(labels) for (metric, labels), _v in got.items()
+            if metric == 'gpufleet_limits_component_info' and dict(labels)['component'] == name]
+    changed = got.get(key('gpufleet_limits_component_changed_timestamp_seconds', component=name))
+    return (info[0] if info else None), float(changed or 0)
+
+
+def test_a_package_transaction_that_changes_a_component_reaudits_at_once(host, quiet_timer):
+    """Issue 34 item 5: the components' versions (dpkg) and unit-file hashes are exported; a
+    package that changes containerd's unit files (a drop-in, as an upgrade's new unit would)
+    makes apt's Post-Invoke hook start the watch while its timer is stopped, and the change
+    reaches the metrics, the journal and Prometheus' alert."""
+    assert host.file(APT_HOOK).exists
+    assert run_watch(host) == 0
+    for name in ('dockerd', 'containerd', 'runc', 'systemd'):
+        info, _changed = component(host, name)
+        assert info and info['source'] == 'dpkg', name
+        assert info['version'] == host.check_output(
+            "dpkg-query -W -f '${Version}' %s" % info['package'])
+    before, _changed = component(host, 'containerd')
+    package = 'gpufleet-test-containerd-dropin'
+    deb = fake_package(host, package, {
+        '/etc/systemd/system/containerd.service.d/50-gpufleet-test.conf':
+            '[Service]\\n# installed by the watch scenario test package\\n'})
+    try:
+        since = int(time.time())
+        out = host.check_output('DEBIAN_FRONTEND=noninteractive apt-get install -y %s 2>&1' % deb)
+        assert 'gpufleet-limits-watch: component changed: containerd unit files' in out, out
+        (info, changed), took = wait_for('the re-audit after apt (timer stopped)', lambda: (
+            component(host, 'containerd') if component(host, 'containerd')[1] >= since
+            else None), 60, step=0.5)
+        print('\nre-audit after apt-get install: metrics changed %.1f s after apt returned' % took)
+        assert info['version'] == before['version']
+        assert info['units_sha256'] != before['units_sha256']
+        assert 'component changed: containerd unit files %s -> %s' % (
+            before['units_sha256'], info['units_sha256']) in journal_since(host, since, 'warning')
+        wait_for('GpufleetLimitsComponentChanged in Prometheus', lambda: [
+            a for a in firing(host, 'GpufleetLimitsComponentChanged')
+            if a['component'] == 'containerd' and a['instance'] == instance(host)], 60)
+    finally:
+        removed = int(time.time())
+        host.check_output('DEBIAN_FRONTEND=noninteractive apt-get remove -y %s 2>&1' % package)
+    (info, changed), _took = wait_for('the re-audit after apt-get remove', lambda: (
+        component(host, 'containerd') if component(host, 'containerd')[1] >= removed
+        else None), 60, step=0.5)
+    assert info['units_sha256'] == before['units_sha256']
+    # nothing changed since: the hooks' check says so and starts nothing
+    check = host.run('python3 -I -S /usr/local/lib/gpufleet-tuning/gpufleet_limits_components.py '
+                     '%s -v' % STATE_DIR)
+    assert check.rc == 0 and 'components unchanged' in check.stderr
+
+
 def timer_runs(host, since):
     return journal_since(host, since).count('audit failed (profile_invalid)')
 
@@ -271,7 +419,8 @@ def test_state_absent_removes_the_watch(host):
     rc, out = run_playbook(host, REMOVE)
     assert rc == 0, out
     for path in ('/etc/systemd/system/%s.timer' % UNIT, '/etc/systemd/system/%s.service' % UNIT,
-                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS):
+                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS, STATE_DIR, APT_HOOK,
+                 NPD_CONFIG, NPD_PLUGIN, NFD_FILE):
         assert not host.file(path).exists, path
     assert host.run('systemctl is-active %s.timer' % UNIT).stdout.strip() != 'active'
     rc, out = run_playbook(host, REMOVE)

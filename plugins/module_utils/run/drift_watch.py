@@ -36,6 +36,7 @@ import time
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import textfile_metrics as tm
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import watch_outlets
 
 # Defaults of the entry point (the role passes its variables on the command line).
 DEFAULT_PROFILE_FILE = '/etc/gpufleet-tuning/limits-watch.json'
@@ -262,6 +263,9 @@ def watch(args, child_command, clock=time.time):
     else:
         text = tm.render_failure(outcome.reason, tm.previous_last_success(args.metrics_dir),
                                  duration=duration, period=args.period)
+    # components, NPD answer, NFD labels: from this same outcome (run/watch_outlets.py)
+    extra, outlet_logs = watch_outlets.after_audit(args, outcome, clock(), LocalHost())
+    text += extra
     status = 0
     if outcome.reason is not None:
         log(ERR, 'audit failed (%s): %s' % (outcome.reason, outcome.msg))
@@ -279,6 +283,8 @@ def watch(args, child_command, clock=time.time):
             log(WARNING, line)
         for line in problem_lines(outcome.result):
             log(ERR, line)
+    for priority, line in outlet_logs:
+        log({'err': ERR, 'warning': WARNING}.get(priority, INFO), line)
     try:
         path = tm.write_atomic(args.metrics_dir, text)
     except tm.MetricsWriteError as exc:
@@ -306,6 +312,11 @@ def parser():
     parse.add_argument('--period', type=int, default=None,
                        help='longest expected seconds between two audits (the timer period '
                             'plus its random delay), exported for the staleness alert')
+    parse.add_argument('--state-dir', default=None,
+                       help='where the component record and the node-problem-detector answer '
+                            'are kept (none: neither is written)')
+    parse.add_argument('--nfd-dir', default=None,
+                       help="Node Feature Discovery's features.d: write the feature file there")
     parse.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
     return parse
 
