@@ -301,13 +301,15 @@ def parser():
                        help='the profile file the limits_watch role wrote')
     parse.add_argument('--metrics-dir', default=DEFAULT_METRICS_DIR,
                        help="node_exporter's --collector.textfile.directory")
-    parse.add_argument('--timeout', type=int, default=DEFAULT_TIMEOUT,
-                       help='seconds the whole audit may take')
+    parse.add_argument('--timeout', type=int, default=None,
+                       help='seconds the whole audit may take (default %d; Slurm modes: '
+                            'slurm_health.py)' % DEFAULT_TIMEOUT)
     parse.add_argument('--period', type=int, default=None,
                        help='longest expected seconds between two audits (the timer period '
                             'plus its random delay), exported for the staleness alert')
     parse.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
-    return parse
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import slurm_health
+    return slurm_health.add_arguments(parse)
 
 
 def main(argv, script):
@@ -317,4 +319,9 @@ def main(argv, script):
     if args.child:
         return child_main()
     command = [sys.executable, '-I', '-S', os.path.abspath(script), '--child']
+    if args.mode != 'metrics':
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.run import slurm_health
+        return slurm_health.run(args, command)
+    if args.timeout is None:
+        args.timeout = DEFAULT_TIMEOUT
     return watch(args, command)
