@@ -145,7 +145,11 @@ def test_the_prolog_fails_a_job_on_a_drifted_node_and_passes_after_retune(host, 
     wait(host, "scontrol show job %s | grep -q 'JobState=PENDING.*Reason=launch_failed_requeued_held'"
          % job, 'job requeued held')
     log = host.run('journalctl -u slurmd --no-pager; cat /var/log/slurm/slurmd.log').stdout
-    assert 'prolog failed status=1:0' in log, log[-2000:]
+    assert 'prolog failed: rc:1 output:CRITICAL: %s' % REASON in log, log[-2000:]
+    # the job's own output file says why it did not start (written as trainer)
+    told = 'gpufleet-slurm-prolog: job %s not started on %s: %s' % (job, node(host), REASON)
+    assert told in host.file('/tmp/gpufleet-prolog.out').content_string.splitlines()
+    assert host.file('/tmp/gpufleet-prolog.out').user == 'trainer'
 
     retune(host)
     rc, out = check(host)

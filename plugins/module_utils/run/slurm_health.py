@@ -32,6 +32,7 @@ __metaclass__ = type
 
 import os
 import re
+import subprocess
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
 
@@ -182,6 +183,41 @@ def act(host, node, code, sentence, prolog=False):
     return ''
 
 
+def job_file(environ):
+    """The batch job's own stderr (else stdout) file as the Prolog's environment names it
+    (SLURM_JOB_STDERR, SLURM_JOB_STDOUT: prolog_epilog.html), with %j, %J and %u filled in;
+    None for a job that named none, a relative path or other % patterns."""
+    path = environ.get('SLURM_JOB_STDERR') or environ.get('SLURM_JOB_STDOUT') or ''
+    job = environ.get('SLURM_JOB_ID') or ''
+    for pattern, value in (('%j', job), ('%J', job), ('%u', environ.get('SLURM_JOB_USER') or '')):
+        path = path.replace(pattern, value)
+    if not path.startswith('/') or '%' in path:
+        return None
+    return path
+
+
+def tell_job(environ, line):
+    """Append ``line`` to the job's file (:func:`job_file`) as the job's user (SLURM_JOB_UID,
+    SLURM_JOB_GID; the path is the user's: never written as root). The file written, or ''."""
+    path = job_file(environ)
+    uid, gid = environ.get('SLURM_JOB_UID') or '', environ.get('SLURM_JOB_GID') or ''
+    if path is None or not uid.isdigit() or not gid.isdigit():
+        return ''
+
+    def as_the_user():
+        os.setgroups([])
+        os.setgid(int(gid))
+        os.setuid(int(uid))
+
+    try:
+        done = subprocess.call(['/bin/sh', '-c', 'printf "%s\\n" "$1" >> "$2"', 'sh', line, path],
+                               preexec_fn=as_the_user, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return ''
+    return path if done == 0 else ''
+
+
 def run(args, child_command, environ=None, host=None):
     """One run of the health check (``args.mode`` slurm-health) or prolog (slurm-prolog):
     prints one line, returns the exit status."""
@@ -210,6 +246,11 @@ def run(args, child_command, environ=None, host=None):
     line = '%s: %s' % (NAMES[code], sentence)
     if prolog and environ.get('SLURM_JOB_ID'):
         line += ' (job %s of %s)' % (environ['SLURM_JOB_ID'], environ.get('SLURM_JOB_USER') or '?')
+    if prolog and code == CRITICAL:
+        # the job's output says why it did not start (Slurm shows it no Prolog output)
+        told = tell_job(environ, 'gpufleet-slurm-prolog: job %s not started on %s: %s'
+                        % (environ.get('SLURM_JOB_ID') or '?', node, sentence))
+        done += '; told the job in %s' % told if told else ''
     print(line + ('; %s' % done if done else ''))
     if prolog:
         return 1 if code == CRITICAL else 0

@@ -4,7 +4,11 @@ codes, `scontrol show node` parsing and what is drained or resumed. The real slu
 are in molecule/slurm/tests/test_slurm_health.py."""
 import argparse
 import json
+import os
+import pathlib
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -195,3 +199,39 @@ def test_the_entry_point_takes_the_slurm_modes():
     assert (parsed.mode, parsed.contexts, parsed.timeout) == ('slurm-prolog', 'slurm_job,login',
                                                               None)
     assert dw.parser().parse_args([]).mode == 'metrics'
+
+
+def test_job_file_is_the_jobs_own_absolute_file_with_its_patterns_filled():
+    env = dict(SLURM_JOB_ID='12', SLURM_JOB_USER='trainer')
+    assert sh.job_file(dict(env, SLURM_JOB_STDOUT='/home/trainer/out.%j')) == '/home/trainer/out.12'
+    assert sh.job_file(dict(env, SLURM_JOB_STDERR='/e/%u-%J', SLURM_JOB_STDOUT='/o')) == '/e/trainer-12'
+    assert sh.job_file(dict(env, SLURM_JOB_STDOUT='slurm-%j.out')) is None
+    assert sh.job_file(dict(env, SLURM_JOB_STDOUT='/o/%x.out')) is None
+    assert sh.job_file(env) is None
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory other users can enter (pytest's tmp_path is below a 0700 directory)."""
+    path = tempfile.mkdtemp(prefix='gpufleet-slurm-health-', dir='/tmp')
+    os.chmod(path, 0o755)
+    yield pathlib.Path(path)
+    shutil.rmtree(path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='drops privileges: needs root')
+def test_tell_job_appends_as_the_jobs_user(shared_dir):
+    tmp_path = shared_dir
+    out = tmp_path / 'job.out'
+    out.write_text('first\n')
+    os.chown(str(out), 65534, 65534)
+    env = dict(SLURM_JOB_ID='12', SLURM_JOB_STDOUT=str(out), SLURM_JOB_UID='65534',
+               SLURM_JOB_GID='65534')
+    assert sh.tell_job(env, 'gpufleet: x 1 < 2') == str(out)
+    assert out.read_text() == 'first\ngpufleet: x 1 < 2\n'
+    # a file the job's user cannot write (root's) is not written
+    root_file = tmp_path / 'root.out'
+    root_file.write_text('')
+    os.chmod(str(root_file), 0o644)
+    assert sh.tell_job(dict(env, SLURM_JOB_STDOUT=str(root_file)), 'x') == ''
+    assert root_file.read_text() == ''
