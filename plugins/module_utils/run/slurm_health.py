@@ -41,9 +41,11 @@ MARKER = 'gpufleet:'
 #: Nagios plugin exit codes (NHC and NPD read the same)
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 NAMES = {OK: 'OK', WARNING: 'WARNING', CRITICAL: 'CRITICAL', UNKNOWN: 'UNKNOWN'}
-#: the contexts a job depends on, audited without starting a job (slurm_job is predicted from
-#: slurmd's running limits and slurm.conf; an srun probe would need a free, undrained node)
+#: the contexts a job depends on
 DEFAULT_CONTEXTS = ('slurm_job',)
+#: contexts judged from the audit's prediction, never probed here: a probe job (srun) cannot
+#: start on a drained or busy node, so a node drained for it could never be proved fixed
+PREDICTED = ('slurm_job',)
 #: slurmd kills HealthCheckProgram after 60 s (slurm.conf(5); HealthCheckTimeout from 26.05)
 DEFAULT_HEALTH_TIMEOUT = 40
 #: a Prolog should finish within MessageTimeout (default 10 s, slurm.conf(5))
@@ -118,7 +120,7 @@ def read_node(host, node):
                 state = word[len('State='):]
     if not state:
         raise NodeStateError('scontrol show node %s printed no State' % node)
-    return 'DRAIN' in state.upper().split('+') or 'DRAIN' in state.upper(), why
+    return 'DRAIN' in state.upper(), why
 
 
 class NodeStateError(Exception):
@@ -233,7 +235,7 @@ def run(args, child_command, environ=None, host=None):
     else:
         if prolog:
             params['user'] = environ.get('SLURM_JOB_USER') or params['user']
-        params['probe_only'] = contexts
+        params['probe_only'] = [c for c in contexts if c not in PREDICTED]
         params['units'] = [u for u in params['units'] if 'unit:%s' % u in contexts]
         outcome = drift_watch.audit_in_child(child_command, params, timeout)
     code, sentence, _gaps = judge(outcome, contexts)
