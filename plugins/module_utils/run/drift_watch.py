@@ -292,7 +292,7 @@ def watch(args, child_command, clock=time.time):
     return status
 
 
-def parser():
+def parser(modes=None):
     parse = argparse.ArgumentParser(
         prog='gpufleet-limits-watch',
         description='Audit this node\'s limits against the applied profile and write '
@@ -308,20 +308,20 @@ def parser():
                        help='longest expected seconds between two audits (the timer period '
                             'plus its random delay), exported for the staleness alert')
     parse.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import slurm_health
-    return slurm_health.add_arguments(parse)
+    return modes.add_arguments(parse) if modes else parse
 
 
-def main(argv, script):
+def main(argv, script, modes=None):
     """The entry point: ``script`` is the path of the file that was run (the child runs it
-    again with --child)."""
-    args = parser().parse_args(argv)
+    again with --child). ``modes``: a module with ``add_arguments(parser)`` (a ``--mode``
+    option) and ``run(args, child_command)`` for the modes other than ``metrics`` (the entry
+    point passes run/slurm_health.py, which builds on this module)."""
+    args = parser(modes).parse_args(argv)
     if args.child:
         return child_main()
     command = [sys.executable, '-I', '-S', os.path.abspath(script), '--child']
-    if args.mode != 'metrics':
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.run import slurm_health
-        return slurm_health.run(args, command)
+    if getattr(args, 'mode', 'metrics') != 'metrics':
+        return modes.run(args, command)
     if args.timeout is None:
         args.timeout = DEFAULT_TIMEOUT
     return watch(args, command)

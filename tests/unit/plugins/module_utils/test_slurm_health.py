@@ -195,10 +195,10 @@ def test_an_audit_that_cannot_run_is_unknown_and_the_prolog_lets_the_job_run(tmp
 
 
 def test_the_entry_point_takes_the_slurm_modes():
-    parsed = dw.parser().parse_args(['--mode', 'slurm-prolog', '--contexts', 'slurm_job,login'])
+    parsed = dw.parser(sh).parse_args(['--mode', 'slurm-prolog', '--contexts', 'slurm_job,login'])
     assert (parsed.mode, parsed.contexts, parsed.timeout) == ('slurm-prolog', 'slurm_job,login',
                                                               None)
-    assert dw.parser().parse_args([]).mode == 'metrics'
+    assert dw.parser(sh).parse_args([]).mode == 'metrics'
 
 
 def test_job_file_is_the_jobs_own_absolute_file_with_its_patterns_filled():
