@@ -33,6 +33,7 @@ __metaclass__ = type
 import os
 import re
 import subprocess
+import sys
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
 
@@ -253,7 +254,8 @@ def run(args, child_command, environ=None, host=None):
         told = tell_job(environ, 'gpufleet-slurm-prolog: job %s not started on %s: %s'
                         % (environ.get('SLURM_JOB_ID') or '?', node, sentence))
         done += '; told the job in %s' % told if told else ''
-    print(line + ('; %s' % done if done else ''))
+    sys.stdout.write(line + ('; %s' % done if done else '') + '\n')
+    sys.stdout.flush()
     if prolog:
         return 1 if code == CRITICAL else 0
     return code
