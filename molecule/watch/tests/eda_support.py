@@ -2,6 +2,7 @@
 (extensions/eda/rulebooks/gpufleet_limits_retune.yml) run by a real ansible-rulebook on the
 controller, the node's Alertmanager sending to its webhook, the node in a site-like inventory
 (converge.yml's profile as group variables)."""
+import ast
 import json
 import os
 import signal
@@ -109,6 +110,19 @@ class Rulebook(object):
         with open(self.log) as handle:
             return handle.read()
 
+    def events(self):
+        """The events the rulebook received, as --print-events shows them (Python literals)."""
+        found = []
+        for block in self.output().split('[received event]')[1:]:
+            text = block.split('\nEvent:\n', 1)[1].split('\n' + '*' * 80, 1)[0]
+            found.append(ast.literal_eval(text))
+        return found
+
+    def notifications(self, status):
+        """Alertmanager's own notifications with this status that reached the rulebook."""
+        return [e for e in self.events() if e['payload']['status'] == status
+                and e['meta']['headers'].get('User-Agent', '').startswith('Alertmanager/')]
+
     def recaps(self):
         """The PLAY RECAP lines of the playbook runs: [{host: {ok: N, changed: N, ...}}]."""
         runs = []
@@ -150,7 +164,7 @@ def notification(alertname, host, status='firing', **labels):
     labels = dict(labels, alertname=alertname, host=host, instance=host + ':9100', job='node')
     return {'version': '4', 'groupKey': '{}:{alertname="%s", host="%s"}' % (alertname, host),
             'truncatedAlerts': 0, 'status': status, 'receiver': 'gpufleet-retune',
-            'groupLabels': {'alertname': alertname, 'host': host}, 'commonLabels': labels,
+            'groupLabels': {'alertname': alertname, 'host': host}, 'commonLabels': dict(labels),
             'commonAnnotations': {}, 'externalURL': 'http://127.0.0.1:9093',
             'alerts': [{'status': status, 'labels': labels, 'annotations': {},
                         'startsAt': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
