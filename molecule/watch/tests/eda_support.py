@@ -5,6 +5,7 @@ controller, the node's Alertmanager sending to its webhook, the node in a site-l
 import ast
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,7 +15,7 @@ import urllib.error
 import urllib.request
 
 import yaml
-from conftest import ROOT, wait_for
+from conftest import CONVERGE, ROOT, wait_for
 
 RULEBOOK = 'gpufleet.tuning.gpufleet_limits_retune'
 # build/eda-venv from `make eda` (requirements-eda.txt); GPUFLEET_ANSIBLE_RULEBOOK for another
@@ -28,7 +29,7 @@ NOWHERE = 'route:\n  receiver: nowhere\nreceivers:\n  - name: nowhere\n'
 def converge_vars():
     """converge.yml's profile (its play's variables and the limits role's): the inventory's
     group variables, as a site keeps them."""
-    with open(os.path.join(ROOT, 'molecule', 'watch', 'converge.yml')) as handle:
+    with open(CONVERGE) as handle:
         play = yaml.safe_load(handle)[0]
     found = dict(play['vars'])
     found.update(play['roles'][0]['vars'])
@@ -111,11 +112,13 @@ class Rulebook(object):
             return handle.read()
 
     def events(self):
-        """The events the rulebook received, as --print-events shows them (Python literals)."""
+        """The events the rulebook received, as --print-events shows them (Python literals),
+        those printed whole so far (a line of 80 stars closes each)."""
         found = []
         for block in self.output().split('[received event]')[1:]:
-            text = block.split('\nEvent:\n', 1)[1].split('\n' + '*' * 80, 1)[0]
-            found.append(ast.literal_eval(text))
+            text, closed, _rest = block.partition('\n' + '*' * 80 + '\n')
+            if closed:
+                found.append(ast.literal_eval(text.split('\nEvent:\n', 1)[1]))
         return found
 
     def notifications(self, status):
@@ -124,17 +127,14 @@ class Rulebook(object):
                 and e['meta']['headers'].get('User-Agent', '').startswith('Alertmanager/')]
 
     def recaps(self):
-        """The PLAY RECAP lines of the playbook runs: [{host: {ok: N, changed: N, ...}}]."""
+        """The PLAY RECAPs of the playbook runs written whole so far:
+        [{host: {'ok': N, 'changed': N, ...}}]."""
         runs = []
-        for block in self.output().split('PLAY RECAP')[1:]:
-            hosts = {}
-            for line in block.splitlines()[1:]:
-                if ' : ' not in line or 'ok=' not in line:
-                    break
-                name, counts = line.split(' : ', 1)
-                hosts[name.strip()] = dict((k, int(v)) for k, v in (
-                    pair.split('=') for pair in counts.split()))
-            runs.append(hosts)
+        for block in re.findall(r'PLAY RECAP \*+\n((?:\S+ +: ok=.*ignored=\d+ *\n)+)',
+                                self.output()):
+            runs.append(dict(
+                (name, dict((k, int(v)) for k, v in re.findall(r'(\w+)=(\d+)', counts)))
+                for name, counts in re.findall(r'(\S+) +: (ok=.*)', block)))
         return runs
 
     def post(self, payload, token=TOKEN):

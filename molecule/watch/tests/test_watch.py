@@ -7,7 +7,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import (CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
+from conftest import (CODE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
                       REMOVE, ROOT, UNIT, api, firing, journal_since, key, metrics, query,
                       wait_for)
 from eda_support import (NOWHERE, Rulebook, alertmanager_config, notification,
@@ -117,9 +117,10 @@ def below(host):
 
 
 @pytest.fixture
-def rulebook(host, tmp_path):
+def rulebook(host, tmp_path, request):
     """The collection's re-tune rulebook in a real ansible-rulebook on this controller, the
     node's Alertmanager sending the drift watch's alerts to its webhook."""
+    failed = request.session.testsfailed
     book = Rulebook(host.backend.host, str(tmp_path))
     try:
         set_alertmanager(host, alertmanager_config(book.node_url))
@@ -130,7 +131,9 @@ def rulebook(host, tmp_path):
     finally:
         book.stop()
         set_alertmanager(host, NOWHERE)
-        print('ansible-rulebook output: %s' % book.log)
+        if request.session.testsfailed > failed:
+            print('\nansible-rulebook output (%s), its end:\n%s'
+                  % (book.log, '\n'.join(book.output().splitlines()[-80:])))
 
 
 def test_drift_fires_the_rulebook_retunes_and_the_alert_clears(host, rulebook):
@@ -153,7 +156,7 @@ def test_drift_fires_the_rulebook_retunes_and_the_alert_clears(host, rulebook):
     assert set(a['host'] for a in firing(host, 'GpufleetLimitsBelowProfile')) == {node}
 
     fired = time.time()
-    wait_for('the re-tune the rulebook runs', lambda: rulebook.recaps(), 300, step=1)
+    wait_for('the re-tune the rulebook runs', rulebook.recaps, 300, step=1)
     retuned = time.time()
     runs = rulebook.recaps()
     # one run, on this node only (--limit from the alert's host label), that changed it back
