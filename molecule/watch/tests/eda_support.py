@@ -75,6 +75,9 @@ class Rulebook(object):
     """ansible-rulebook running the collection's rulebook, its output in a file."""
 
     def __init__(self, node, workdir):
+        assert os.access(ANSIBLE_RULEBOOK, os.X_OK), (
+            'no ansible-rulebook at %s: `make eda` installs it (requirements-eda.txt), or set '
+            'GPUFLEET_ANSIBLE_RULEBOOK' % ANSIBLE_RULEBOOK)
         self.node = node
         self.port = free_port()
         # what the tests post to; the node's Alertmanager posts to node_url
