@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen eda
 
 all: test
 
@@ -100,12 +100,21 @@ rules:
 	$(PROMTOOL) check rules $(RULES)
 	$(PROMTOOL) test rules tests/prometheus/gpufleet-limits.rules.test.yml
 
+# ansible-rulebook in a venv of its own (requirements-eda.txt), for the watch scenario's alert ->
+# re-tune test (extensions/eda/rulebooks/); it needs a Java 17+ runtime (scripts/bootstrap-host.sh).
+EDA_VENV := $(ROOT)/build/eda-venv
+eda: $(EDA_VENV)/.installed
+$(EDA_VENV)/.installed: requirements-eda.txt
+	$(PYTHON) -m venv $(EDA_VENV)
+	$(EDA_VENV)/bin/pip install -q -r requirements-eda.txt
+	touch $@
+
 # LANES jobs at a time (scripts/run_suites.py: a node name and Molecule state of their own per
 # job, logs and wall times in build/suites/). LANES=1 runs one after the other.
 LANES ?= 2
 SUITES := $(PYTHON) scripts/run_suites.py --lanes $(LANES) --default-distro $(MOLECULE_DISTRO)
 
-molecule: setup
+molecule: setup eda
 	@test -n "$(SCENARIOS)" || { echo "no Molecule scenarios found"; exit 1; }
 	$(SUITES) $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s))
 
@@ -159,7 +168,7 @@ SUITE_JOBS = $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s)) \
   molecule:$(MOLECULE_DISTRO):reliability $(GENERATION_JOBS) \
   'cmd:fleet-test:tests/reliability/fleet_test.sh' 'cmd:demo-test:$(MAKE) demo-test' \
   'cmd:test-pull:$(MAKE) test-pull'
-suites: setup
+suites: setup eda
 	$(MAKE) images IMAGES="$(MOLECULE_DISTRO) $(GENERATIONS)"
 	$(MAKE) torch-image
 	$(SUITES) $(GENERATION_ENV) $(SUITE_JOBS)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make a fresh Debian/Ubuntu machine ready for `make test`: the apt packages the tests need
-# (the Docker engine, debootstrap, make, python3-venv, promtool) and a running dockerd.
+# (the Docker engine, debootstrap, make, python3-venv, promtool, a Java runtime) and a running
+# dockerd.
 # Run as root. Python tools are installed by `make` itself, into .venv.
 set -euo pipefail
 
@@ -26,6 +27,17 @@ if ! command -v promtool >/dev/null 2>&1; then
   dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"
   install -m 0755 "$tmp/root/usr/bin/promtool" /usr/local/bin/promtool
   rm -rf "$tmp"
+fi
+
+# A Java 17+ runtime for ansible-rulebook (Drools; the watch scenario's alert -> re-tune test,
+# build/eda-venv from `make eda`): openjdk-17 (Debian 12, Ubuntu), else openjdk-21 (Debian 13).
+if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  jre=openjdk-17-jre-headless
+  apt-cache show "$jre" >/dev/null 2>&1 || jre=openjdk-21-jre-headless
+  echo "installing $jre"
+  apt-get install -y -q --no-install-recommends "$jre"
 fi
 
 # Every node container runs systemd, journald, logind and a dockerd, each with inotify

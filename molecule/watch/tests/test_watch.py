@@ -1,14 +1,17 @@
 """Drift watch with the real parts: the timer, node_exporter's textfile collector, Prometheus'
-rules and HTTP API. Tests run in file order: clean node, drift and re-tune, faults."""
+rules and HTTP API, Alertmanager and the collection's re-tune rulebook in ansible-rulebook.
+Tests run in file order: clean node, drift and re-tune, faults."""
 import json
 import os
 import subprocess
 import time
 
 import pytest
-from conftest import (APT_HOOK, CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, NFD_FILE,
+from conftest import (APT_HOOK, CODE, DELAY, INTERVAL, METRICS, METRICS_DIR, NFD_FILE,
                       NPD_CONFIG, NPD_PLUGIN, PERIOD, PROFILE, REMOVE, ROOT, STATE_DIR, UNIT, api,
                       firing, journal_since, key, metrics, nfd_labels, npd, query, wait_for)
+from eda_support import (NOWHERE, Rulebook, alertmanager_config, notification,
+                         set_alertmanager)
 from scenario_support import ansible_command, run_playbook
 
 # the limits.d drift reaches SSH sessions too (the node's sshd runs pam_limits: the ssh probe)
@@ -113,7 +116,31 @@ def below(host):
                if a['instance'] == instance(host))
 
 
-def test_drift_fires_within_two_periods_and_retune_clears_it(host):
+@pytest.fixture
+def rulebook(host, tmp_path, request):
+    """The collection's re-tune rulebook in a real ansible-rulebook on this controller, the
+    node's Alertmanager sending the drift watch's alerts to its webhook."""
+    failed = request.session.testsfailed
+    book = Rulebook(host.backend.host, str(tmp_path))
+    try:
+        set_alertmanager(host, alertmanager_config(book.node_url))
+        # Prometheus sends its alerts to that Alertmanager
+        wait_for('Prometheus knows the Alertmanager', lambda: api(
+            host, 'alertmanagers')['activeAlertmanagers'], 30)
+        yield book
+    finally:
+        book.stop()
+        set_alertmanager(host, NOWHERE)
+        if request.session.testsfailed > failed:
+            print('\nansible-rulebook output (%s), its end:\n%s'
+                  % (book.log, '\n'.join(book.output().splitlines()[-80:])))
+
+
+def test_drift_fires_the_rulebook_retunes_and_the_alert_clears(host, rulebook):
+    """Drift -> GpufleetLimitsBelowProfile within two timer periods -> Alertmanager -> the
+    rulebook's webhook -> tune_limits.yml on this node only -> compliant -> alert resolved
+    (issue 34 item 4; docs/drift-watch.md, "Alert -> re-tune")."""
+    node = host.backend.host
     changed = time.time()
     drift(host)
     wait_for('GpufleetLimitsBelowProfile for the three drifts',
@@ -125,24 +152,43 @@ def test_drift_fires_within_two_periods_and_retune_clears_it(host):
     assert took <= 2 * PERIOD + 10, 'fired after %.1f s' % took
     gap = query(host, 'gpufleet_limits_gap{context="login",item="nofile",side="soft"}')
     assert gap[0]['value'][1] == str(16384 - 4096)
+    # the scrape configuration's host label (the inventory hostname) is on the alert
+    assert set(a['host'] for a in firing(host, 'GpufleetLimitsBelowProfile')) == {node}
 
-    # The re-tune must not race the watch it tests: a watch run's docker probe container makes
-    # dockerd busy, so limits_docker_restart=when_idle defers the restart (docker stays below
-    # the profile), and its login probe starts and stops root's user manager under the tune's
-    # user_manager probe. Stop the timer; converge.yml's limits_watch role starts it again.
-    host.check_output('systemctl stop %s.timer' % UNIT)
-    wait_for('no audit running', lambda: host.run(
-        'systemctl is-active %s.service' % UNIT).stdout.strip() != 'activating', 120)
-    started = time.time()
-    rc, out = run_playbook(host, CONVERGE)
-    assert rc == 0, out
-    assert host.service('%s.timer' % UNIT).is_running
+    fired = time.time()
+    wait_for('the re-tune the rulebook runs', rulebook.recaps, 300, step=1)
     retuned = time.time()
-    wait_for('the alert clears after re-tuning', lambda: not below(host), 2 * PERIOD + 30,
+    runs = rulebook.recaps()
+    # one run, on this node only (--limit from the alert's host label), that changed it back
+    assert list(runs[0]) == [node], runs
+    assert runs[0][node]['failed'] == 0 and runs[0][node]['changed'] > 0, runs
+    wait_for('the alert clears after the re-tune', lambda: not below(host), 2 * PERIOD + 30,
              step=1)
-    print('re-tune (converge.yml) took %.1f s; the alert cleared %.1f s after it ended'
-          % (retuned - started, time.time() - retuned))
-    assert time.time() - retuned <= 2 * PERIOD + 10
+    cleared = time.time()
+    assert host.file('/etc/security/limits.d/90-gpufleet-tuning.conf').contains('16384')
+    wait_for('the resolved notification at the rulebook', lambda: rulebook.notifications(
+        'resolved'), 60)
+    print('the rulebook\'s re-tune ended %.1f s after the alert fired; the alert cleared %.1f s '
+          'after it; %d firing notifications' % (retuned - fired, cleared - retuned,
+                                                 len(rulebook.notifications('firing'))))
+    assert cleared - retuned <= 2 * PERIOD + 10
+
+    # Posted like Alertmanager: the same alert again within 15 minutes (a repeat, a flap) is
+    # throttled; an alert a re-tune does not fix, a resolved one, one grouped across hosts (no
+    # host label) run nothing; without the token the webhook refuses
+    across = notification('GpufleetLimitsBelowProfile', node)
+    del across['commonLabels']['host']     # the alerts' own labels keep theirs
+    posts = [notification('GpufleetLimitsBelowProfile', node, context='login', item='nofile'),
+             notification('GpufleetLimitsAuditFailing', node, reason='crashed'),
+             notification('GpufleetLimitsBelowProfile', node, status='resolved'), across]
+    events = len(rulebook.events())
+    assert rulebook.post(posts[0], token=None) == 401
+    assert [rulebook.post(p) for p in posts] == [200] * len(posts)
+    wait_for('the posted events at the rulebook', lambda: len(rulebook.events())
+             == events + len(posts), 30)
+    time.sleep(3)
+    assert rulebook.output().count('Calling Ansible runner') == 1
+    assert len(rulebook.recaps()) == 1
 
 
 @pytest.fixture
