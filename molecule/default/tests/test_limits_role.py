@@ -226,6 +226,9 @@ def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
     assert where == {'artifactLocation': {'uri': FILES[0].lstrip('/'), 'uriBaseId': 'NODEROOT'},
                      'region': {'startLine': line}}, where
     assert results['gpufleet/login/nofile']['properties']['host'] == name
+    # an SSH session gets the same limits line through sshd's PAM stack: located at that line,
+    # not at the PAM stack's line that runs pam_limits
+    assert results['gpufleet/ssh/nofile']['locations'][0]['physicalLocation'] == where
 
 
 def run_audit(host, tmp_path, profile, **variables):

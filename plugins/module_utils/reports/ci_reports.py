@@ -44,22 +44,47 @@ SKIPPED_KINDS = ('not_running', 'busy')
 UNPROBED_HOW = ('predicted', 'pending')
 
 # an absolute path and its line ('/etc/x.conf:3'), or an absolute path alone
-_PATH_LINE = re.compile(r'(/[^\s:;,()\'"`]+):(\d+)')
-_PATH = re.compile(r'(?:^|[\s(\'"`])(/[^\s:;,()\'"`]+)')
+_FILE = r'/[^\s:;,()\'"`]+'
+_PATH_LINE = re.compile(r'(%s):(\d+)' % _FILE)
+_PATH = re.compile(r'(?:^|[\s(\'"`])(%s)' % _FILE)
+# the sources' forms (contexts/ssh.py, run/audit.py source_of): the PAM stack line that runs
+# pam_limits, before the limits lines it applies ('pam_limits (/etc/pam.d/sshd:40): ...'); one
+# file's soft and hard lines ('FILE:3 (soft), :4 (hard)'); each side's ('soft: F:2; hard: G:5')
+_CARRIER = re.compile(r'pam_limits \(%s:\d+\): ' % _FILE)
+_BOTH_SIDES = re.compile(r'(%s):(\d+) \(soft\), :(\d+) \(hard\)' % _FILE)
+_SIDE = re.compile(r'\b(soft|hard): (%s):(\d+)' % _FILE)
 # characters XML 1.0 cannot hold, even escaped
 _NOT_XML = re.compile(u'[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
 
+def _line_in(text, gap):
+    """(path, line) of the line ``text`` names for the short side (``gap``: 'soft', 'hard' or
+    'soft+hard'; the soft side's line unless only hard is short), or None. The PAM stack line
+    that runs pam_limits is skipped: the limits line after it sets the value."""
+    text = _CARRIER.sub('', text)
+    side = 'hard' if gap == 'hard' else 'soft'
+    match = _BOTH_SIDES.search(text)
+    if match:
+        return match.group(1), int(match.group(3) if side == 'hard' else match.group(2))
+    sides = dict((m.group(1), (m.group(2), int(m.group(3)))) for m in _SIDE.finditer(text))
+    if sides:
+        return sides.get(side) or sides.get('hard' if side == 'soft' else 'soft')
+    match = _PATH_LINE.search(text)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
 def location(row):
-    """(path, line) the row names: the first ``file:line`` of its advice (the line that, acted
-    on, closes the gap), else of its source (where the value comes from), else the first path
-    of either with line None; (None, None) where the row names no file."""
+    """(path, line) the row names: the ``file:line`` of its advice (the line that, acted on,
+    closes the gap), else of its source (the line that sets the value) - of the short side where
+    the text names a line per side, past the PAM stack line that runs pam_limits - else the
+    first path of either with line None; (None, None) where the row names no file."""
     texts = [str(row.get('advice') or ''), str(row.get('source') or '')]
     for text in texts:
-        match = _PATH_LINE.search(text)
-        if match:
-            return match.group(1), int(match.group(2))
+        found = _line_in(text, str(row.get('gap') or ''))
+        if found:
+            return found
     for text in texts:
+        text = _CARRIER.sub('', text)
         match = _PATH.search(text)
         if match:
             return match.group(1), None

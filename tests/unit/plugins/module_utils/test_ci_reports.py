@@ -111,6 +111,28 @@ def test_location_is_the_line_the_advice_names_else_the_source_s():
     assert ci.where(ROWS[2]) == SITE + ':1' and ci.where(ROWS[6]) == ''
 
 
+@pytest.mark.parametrize('source, gap, expected', [
+    # an SSH session: the PAM stack line that runs pam_limits is not the line that sets it
+    ('pam_limits (/etc/pam.d/sshd:40): %s:3 (soft), :4 (hard)' % LIMITS, 'soft', (LIMITS, 3)),
+    ('pam_limits (/etc/pam.d/sshd:40): %s:3 (soft), :4 (hard)' % LIMITS, 'hard', (LIMITS, 4)),
+    ('pam_limits (/etc/pam.d/sshd:40): %s:3 (soft), :4 (hard)' % LIMITS, 'soft+hard',
+     (LIMITS, 3)),
+    ('pam_limits (/etc/pam.d/sshd:40): soft: %s:2; hard: inherited from sshd: sshd.service'
+     % SITE, 'hard', (SITE, 2)),
+    # each side from its own file: the short side's
+    ('soft: %s:2; hard: %s:3' % (SITE, LIMITS), 'soft', (SITE, 2)),
+    ('soft: %s:2; hard: %s:3' % (SITE, LIMITS), 'hard', (LIMITS, 3)),
+    ('hard: %s:7 (soft 1024 clamped to it)' % LIMITS, 'soft+hard', (LIMITS, 7)),
+    ('/etc/docker/daemon.json:4', 'soft', ('/etc/docker/daemon.json', 4)),
+])
+def test_location_of_each_form_of_source_is_the_short_side_s_line(source, gap, expected):
+    assert ci.location(dict(source=source, gap=gap, advice='')) == expected
+    # the advice, which names the same line the same way, comes first
+    advice = 'raise or remove %s (it sets 1024:1024)' % source
+    assert ci.location(dict(source='elsewhere /etc/other.conf:9', gap=gap,
+                            advice=advice)) == expected
+
+
 def test_junit_has_a_case_per_context_and_item_a_gap_a_failure_with_its_cause():
     root, found = cases(ci.junit_xml(report()))
     gap = found[('gpu-01', 'gpufleet.gpu-01.ssh', 'nofile')]
