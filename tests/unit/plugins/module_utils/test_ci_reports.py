@@ -171,7 +171,8 @@ def test_junit_escapes_odd_characters_and_keeps_them_readable():
     text = ci.junit_xml(report({'gpu-"<&>"': {'audited': True, 'rows': [odd], 'errors': []}},
                                profile={'nofile': 18000}))
     _root, found = cases(text)
-    (key, (tag, attrs, body)), = found.items()
+    assert len(found) == 1
+    key, (tag, attrs, body) = list(found.items())[0]
     assert key == ('gpu-"<&>"', 'gpufleet.gpu-"<&>".login', 'nofile') and tag == 'failure'
     assert '/etc/x <&> "q" \'a\' \\x1b[31m\\x00 é\\ud800:1' in attrs['message']
     assert 'advice: raise <b>&amp;</b>' in body
