@@ -58,7 +58,8 @@ if ! docker info >/dev/null 2>&1; then
 fi
 if ! docker info >/dev/null 2>&1; then
   echo "starting dockerd"
-  nohup dockerd >/var/log/gpufleet-dockerd.log 2>&1 &
+  # its own session: a job control kill of the caller's process group must not take it along
+  setsid nohup dockerd >/var/log/gpufleet-dockerd.log 2>&1 </dev/null &
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
 fi
 docker info >/dev/null 2>&1 || { tail -n 50 /var/log/gpufleet-dockerd.log >&2; exit 1; }
