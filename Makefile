@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen eda
 
 all: test
 
@@ -43,6 +43,25 @@ images:
 lint: setup
 	ansible-lint --profile production
 	antsibull-changelog lint
+	$(DOCS_LINT)
+
+# The collection's docsite (docs/modules/README.md): antsibull-docs writes RST from the plugins'
+# DOCUMENTATION, EXAMPLES and RETURN (doc fragments included) and the roles'
+# meta/argument_specs.yml, Sphinx builds build/docsite/build/html/index.html from it. Both fail
+# on any error or warning (docs/docsite/conf-offline.py: no network, links into other
+# collections stay text). `make lint` runs DOCS_LINT: schema, markup and references (to this
+# collection and to ansible.builtin) of every plugin and role, and rstcheck of the pages.
+.PHONY: docs
+DOCSITE := $(ROOT)/build/docsite
+DOCS_LINT = antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs dependent \
+  --disallow-unknown-collection-refs --check-extra-docs-refs .
+docs: setup
+	rm -rf $(DOCSITE) && mkdir -p $(DOCSITE)
+	antsibull-docs sphinx-init --use-current --fail-on-error --project gpufleet.tuning \
+	  --title gpufleet.tuning --dest-dir $(DOCSITE) gpufleet.tuning
+	cat docs/docsite/conf-offline.py >> $(DOCSITE)/conf.py
+	$(DOCSITE)/build.sh
+	@echo "docsite: $(DOCSITE)/build/html/index.html"
 
 # CHANGELOG.md from changelogs/changelog.yaml (antsibull-changelog; fragments in
 # changelogs/fragments/ are folded in by `antsibull-changelog release --version X` at a release).
@@ -109,12 +128,21 @@ rules:
 	$(PROMTOOL) check rules $(RULES)
 	$(PROMTOOL) test rules tests/prometheus/gpufleet-limits.rules.test.yml
 
+# ansible-rulebook in a venv of its own (requirements-eda.txt), for the watch scenario's alert ->
+# re-tune test (extensions/eda/rulebooks/); it needs a Java 17+ runtime (scripts/bootstrap-host.sh).
+EDA_VENV := $(ROOT)/build/eda-venv
+eda: $(EDA_VENV)/.installed
+$(EDA_VENV)/.installed: requirements-eda.txt
+	$(PYTHON) -m venv $(EDA_VENV)
+	$(EDA_VENV)/bin/pip install -q -r requirements-eda.txt
+	touch $@
+
 # LANES jobs at a time (scripts/run_suites.py: a node name and Molecule state of their own per
 # job, logs and wall times in build/suites/). LANES=1 runs one after the other.
 LANES ?= 2
 SUITES := $(PYTHON) scripts/run_suites.py --lanes $(LANES) --default-distro $(MOLECULE_DISTRO)
 
-molecule: setup
+molecule: setup eda
 	@test -n "$(SCENARIOS)" || { echo "no Molecule scenarios found"; exit 1; }
 	$(SUITES) $(foreach s,$(SCENARIOS),molecule:$(MOLECULE_DISTRO):$(s))
 
@@ -176,12 +204,12 @@ SUITE_JOBS = $(foreach s,$(SCENARIOS) reliability,$(call line_of,$(s)):$(MOLECUL
   'cmd:demo-test:$(MAKE) demo-test' 'cmd:test-pull:$(MAKE) test-pull' \
   'cmd:sanity-2.20:$(MAKE) sanity-2.20' 'cmd:sanity-2.21:$(MAKE) sanity-2.21' \
   'cmd:unit-2.21:$(MAKE) unit-2.21'
-suites: setup venv-2.20 venv-2.21
+suites: setup eda venv-2.20 venv-2.21
 	$(MAKE) images IMAGES="$(MOLECULE_DISTRO) $(GENERATIONS)"
 	$(MAKE) torch-image
 	$(SUITES) $(GENERATION_ENV) $(SUITE_JOBS)
 
-test: lint sanity vermin unit unit-py38 rules build
+test: lint docs sanity vermin unit unit-py38 rules build
 	$(MAKE) ee
 	$(MAKE) suites
 
@@ -301,11 +329,14 @@ demo:
 	@echo; echo "=== before ==="; cat build/lab/before/limits-audit.md
 	@echo; echo "=== after ==="; cat build/lab/after/limits-audit.md
 	@echo; python3 scripts/bench_job_contexts.py --show build/lab
+	@echo; $(BIN)/python scripts/plot_throughput.py build/lab
 	@echo; echo "make lab-down removes the lab"
 
-# make demo, then check its audits (gaps before, none after) and remove the lab.
+# The README's lab blocks as a new user runs them (scripts/docs_check.py: the blocks marked
+# <!-- run: demo-test -->: make demo, then a second lab as "your own inventory", tuned with the
+# README's three lines), then check the demo's audits, job and plot, and remove the lab.
 demo-test:
-	$(MAKE) demo
+	python3 scripts/docs_check.py run demo-test || { LAB_PREFIX=gpufleet-mine LAB_DIR=$(ROOT)/build/mine lab/lab.sh down; exit 1; }
 	python3 scripts/check_demo.py build/lab
 	$(MAKE) lab-down
 

@@ -7,7 +7,8 @@
 #                            container contexts at the node's defaults: it must fail in each
 #                            (tune_gpu_nodes.yml --tags pytorch,dataloader; LAB_DIR/job-before/)
 #   lab/demo_job.sh after    tune_gpu_nodes.yml with every tag on the job node (limits, pytorch,
-#                            dataloader): the job runs in every context (LAB_DIR/job-after/)
+#                            dataloader): the job runs in every context, and a num_workers
+#                            sweep in the login session (LAB_DIR/job-after/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${LAB_PREFIX:-gpufleet-lab}
@@ -49,7 +50,9 @@ case "${1:-}" in
     echo "=== the job before tuning ($node) ==="; summary "$dir/job-before"
     ;;
   after)
-    playbook -e dataloader_check_fetch_dir="$dir/job-after"
+    # and, in the login session, the first rank alone once the job is done, with 1, 2 and 3
+    # workers: images/s against num_workers (the demo's plot, scripts/plot_throughput.py)
+    playbook -e dataloader_check_fetch_dir="$dir/job-after" -e '{"dataloader_check_sweep_workers": [1, 2, 3]}'
     echo "=== the job after tuning ($node) ==="; summary "$dir/job-after"
     ;;
   *) echo "usage: lab/demo_job.sh node|before|after" >&2; exit 2 ;;

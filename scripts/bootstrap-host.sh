@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make a fresh Debian/Ubuntu machine ready for `make test`: the apt packages the tests need
-# (the Docker engine, debootstrap, make, python3-venv, promtool) and a running dockerd.
+# (the Docker engine, debootstrap, make, python3-venv, promtool, a Java runtime) and a running
+# dockerd.
 # Run as root. Python tools are installed by `make` itself, into .venv.
 set -euo pipefail
 
@@ -28,6 +29,17 @@ if ! command -v promtool >/dev/null 2>&1; then
   rm -rf "$tmp"
 fi
 
+# A Java 17+ runtime for ansible-rulebook (Drools; the watch scenario's alert -> re-tune test,
+# build/eda-venv from `make eda`): openjdk-17 (Debian 12, Ubuntu), else openjdk-21 (Debian 13).
+if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  jre=openjdk-17-jre-headless
+  apt-cache show "$jre" >/dev/null 2>&1 || jre=openjdk-21-jre-headless
+  echo "installing $jre"
+  apt-get install -y -q --no-install-recommends "$jre"
+fi
+
 # Every node container runs systemd, journald, logind and a dockerd, each with inotify
 # instances of its own: the kernel's default of 128 per user stops the 18th or so node at boot
 # (systemd exits 255). The benchmark runs 32.
@@ -46,7 +58,8 @@ if ! docker info >/dev/null 2>&1; then
 fi
 if ! docker info >/dev/null 2>&1; then
   echo "starting dockerd"
-  nohup dockerd >/var/log/gpufleet-dockerd.log 2>&1 &
+  # its own session: a job control kill of the caller's process group must not take it along
+  setsid nohup dockerd >/var/log/gpufleet-dockerd.log 2>&1 </dev/null &
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
 fi
 docker info >/dev/null 2>&1 || { tail -n 50 /var/log/gpufleet-dockerd.log >&2; exit 1; }

@@ -82,6 +82,18 @@ for host in sorted(after):
 import check_demo_job  # noqa: E402 pylint: disable=wrong-import-position
 job_problems, job_line = check_demo_job.check(lab, slurm_hosts)
 problems += job_problems
+# The demo's picture (scripts/plot_throughput.py): images/s per context before and after, and the
+# num_workers sweep of the login session after tuning, as PNG and SVG.
+import plot_throughput  # noqa: E402 pylint: disable=wrong-import-position
+try:
+    with open(os.path.join(lab, 'throughput.json')) as handle:
+        plotted = json.load(handle)
+except (OSError, ValueError) as exc:
+    problems.append('the demo wrote no plot data: %s' % exc)
+else:
+    problems += plot_throughput.check_files(os.path.join(lab, 'throughput'), plotted)
+    if len([p for p in plotted['sweep'] if p['ok'] and p['images_per_s'] > 0]) < 2:
+        problems.append('the num_workers sweep has fewer than 2 measured points: %s' % plotted['sweep'])
 if problems:
     print('demo check failed:\n  ' + '\n  '.join(problems))
     sys.exit(1)

@@ -92,7 +92,9 @@ def samples(text):
             continue
         match = re.match(r'^([a-z_]+)(?:\{(.*)\})? (\S+)$', line)
         assert match, line
-        pairs = frozenset(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', match.group(2) or ''))
+        # label names as Prometheus has them: [a-zA-Z_][a-zA-Z0-9_]* (units_sha256)
+        pairs = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"',
+                                     match.group(2) or ''))
         found[(match.group(1), pairs)] = match.group(3)
     return found
 

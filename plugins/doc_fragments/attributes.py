@@ -8,7 +8,9 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    """Shared ``attributes:`` documentation for gpufleet.tuning modules."""
+    """Shared ``attributes:`` documentation for gpufleet.tuning modules, and the options several
+    modules take with the same meaning, documented once here (the options declared in
+    module_utils/core/options.py are documented by scripts/gen_option_docs.py in options.py)."""
 
     # Modules that change files: full check mode and diff mode.
     DOCUMENTATION = r'''
@@ -44,7 +46,7 @@ attributes:
 '''
 
     # The backup option of the modules that write one file (docker_ulimits, podman_ulimits,
-    # crio_ulimits).
+    # crio_ulimits, pam_limits, sysctl_ceilings, systemd_limits).
     FILE_BACKUP = r'''
 options:
   backup:
@@ -62,6 +64,52 @@ options:
         limit when root lacks CAP_SYS_RESOURCE, as in a container) with a warning instead of
         refusing them. C(nofile) C(unlimited) or above C(fs.nr_open) is always refused, as no
         container could start with it.
+    type: bool
+    default: false
+'''
+
+    # The mode of the file a module creates (pam_limits, sysctl_ceilings).
+    FILE_MODE = r'''
+options:
+  mode:
+    description: Mode of a newly created file. An existing file keeps its owner and mode.
+    type: raw
+    default: '0644'
+'''
+
+    # What a later file that overrides a requested value does (pam_limits, sysctl_ceilings,
+    # systemd_limits).
+    ON_CONFLICT = r'''
+options:
+  on_conflict:
+    description:
+      - What to do when a file read after the managed one (a later limits.d file, a later
+        sysctl.d file, a drop-in systemd reads later) sets a requested entry to another value.
+        C(fail) fails naming the file and line and writes nothing; C(warn) writes and warns.
+    type: str
+    choices: [fail, warn]
+    default: fail
+'''
+
+    # The PAM limits files read (pam_limits, pam_limits_info).
+    PAM_FILES = r'''
+options:
+  limits_conf:
+    description: The main limits file (M(gpufleet.tuning.pam_limits) reads it for conflicts).
+    type: path
+    default: /etc/security/limits.conf
+  limits_dir:
+    description: The drop-in directory (M(gpufleet.tuning.pam_limits) reads it for conflicts).
+    type: path
+    default: /etc/security/limits.d
+'''
+
+    # The purge option of the modules that write a C(default_ulimits) table (crio_ulimits,
+    # podman_ulimits).
+    CONF_PURGE = r'''
+options:
+  purge:
+    description: Remove C(default_ulimits) entries for items not in O(ulimits).
     type: bool
     default: false
 '''

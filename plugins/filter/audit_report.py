@@ -12,13 +12,20 @@ __metaclass__ = type
 import json
 import os
 
+import yaml
+
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import ci_reports
+
+#: the collection's root (galaxy.yml in a checkout, MANIFEST.json when installed)
+COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 #: the parts of a limits_audit result a host's report keeps, and their value for a host that
 #: could not be audited
 KEPT = (('contexts', dict), ('errors', list), ('ceilings', dict), ('gaps', list),
         ('pam_invalid', list), ('systemd_pending', list), ('unwritable', list), ('kernel', list),
-        ('core', dict))
+        ('core', dict), ('pids', dict))
 
 
 def not_audited_reason(result):
@@ -104,9 +111,55 @@ def audit_proof_files(results, hosts):
     return files
 
 
+def collection_version(root=COLLECTION):
+    """The collection's version: MANIFEST.json's (an installed collection), else galaxy.yml's
+    (a checkout)."""
+    try:
+        with open(os.path.join(root, 'MANIFEST.json')) as handle:
+            return str(json.load(handle)['collection_info']['version'])
+    except (IOError, OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        with open(os.path.join(root, 'galaxy.yml')) as handle:
+            return str(yaml.safe_load(handle)['version'])
+    except (IOError, OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise AnsibleFilterError('audit_sarif: no collection version in %s (MANIFEST.json or '
+                                 'galaxy.yml): %s' % (root, exc))
+
+
+def _report(report, name):
+    if not isinstance(report, dict) or not isinstance(report.get('hosts'), dict):
+        raise AnsibleFilterError('%s expects the audit report ({generated, profile, hosts: '
+                                 '{host: report}}), got %s' % (name, type(report).__name__))
+    return report
+
+
+def audit_junit(report):
+    """The audit report as JUnit XML text (module_utils/reports/ci_reports.py)."""
+    return ci_reports.junit_xml(_report(report, 'audit_junit'))
+
+
+def audit_sarif(report, version=None):
+    """The audit report as a SARIF 2.1.0 log (a dict; to_nice_json writes it), the tool's
+    version the collection's unless ``version`` is given."""
+    return ci_reports.sarif_log(_report(report, 'audit_sarif'),
+                                version if version else collection_version())
+
+
+def audit_gap_failure(hosts):
+    """audit_fail_on_gap's message naming the hosts, contexts and items with a gap, or ''."""
+    if not isinstance(hosts, dict):
+        raise AnsibleFilterError('audit_gap_failure expects the report\'s hosts mapping, got %s'
+                                 % type(hosts).__name__)
+    return ci_reports.gap_failure(hosts)
+
+
 class FilterModule(object):
     def filters(self):
         return {'audit_host_reports': audit_host_reports,
                 'audit_not_audited_reason': not_audited_reason,
                 'audit_proofs': audit_proofs,
-                'audit_proof_files': audit_proof_files}
+                'audit_proof_files': audit_proof_files,
+                'audit_junit': audit_junit,
+                'audit_sarif': audit_sarif,
+                'audit_gap_failure': audit_gap_failure}

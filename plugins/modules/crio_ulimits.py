@@ -46,10 +46,6 @@ options:
       - A side left out is taken from the existing entry; with no existing entry both are needed.
     type: dict
     required: true
-  purge:
-    description: Remove C(default_ulimits) entries for items not in O(ulimits).
-    type: bool
-    default: false
   path:
     description: The drop-in to manage (C(/etc/crio/crio.conf) or a file under O(config_dir)).
     type: path
@@ -81,10 +77,14 @@ options:
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
   - gpufleet.tuning.attributes.FILE_BACKUP
+  - gpufleet.tuning.attributes.CONF_PURGE
 notes:
   - Applies to containers created after the restart; running containers keep their limits.
   - Kubernetes has no released pod field for ulimits; see docs/containerd-kubernetes.md for the
     NRI ulimit-adjuster plugin and KEP-5758.
+  - CRI-O reads every file under C(/etc/crio/crio.conf.d), of any name (not only C(*.conf)) and in
+    subdirectories too (cri-o C(UpdateFromPath), C(pkg/config/config.go)); C(default_ulimits) is a
+    plain list, so the last file that sets it wins whole (no merging, no C({append=true})).
 seealso:
   - module: gpufleet.tuning.podman_ulimits
   - module: gpufleet.tuning.containerd_base_spec

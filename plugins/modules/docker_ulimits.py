@@ -87,6 +87,18 @@ notes:
   - Restart dockerd afterwards (a handler on RV(restart_required)); C(systemctl reload docker)
     does not apply C(default-ulimits).
   - For Kubernetes nodes (containerd or CRI-O, no dockerd), see docs/containerd-kubernetes.md.
+  - C(default-ulimits) entries are written in Docker's units (bytes for memlock, stack, core and the
+    other sizes, seconds for cpu, counts for the rest, C(-1) for unlimited), always with C(Name)
+    (without it dockerd fails with C(wrong rlimit value)). Only rlimits are accepted (not
+    C(maxlogins), C(priority), C(nonewprivs)); a side left out (only C(hard) given) is taken from
+    the existing entry.
+  - C(default-shm-size) is written in its shortest exact form (C(8G), C(1536M)); dockerd reads it
+    base 1024. An existing value meaning the same size (C(8192M)) is kept as written; an existing
+    JSON number (which stops dockerd with C(invalid size)) is replaced by the string.
+  - The file is read as dockerd decodes it (C(name), C(soft), C(hard) in any letter case; a
+    C(default-shm-size) string as go-units' C(RAMInBytes) reads it, C(1.5G), C(64 MB)). An entry
+    whose C(Name) is not its key, that lacks C(Soft) or C(Hard), holds a value below -1 or is
+    C(rttime) is refused with the reason (docs/limit-model.md).
 seealso:
   - module: gpufleet.tuning.docker_ulimits_info
   - module: gpufleet.tuning.podman_ulimits

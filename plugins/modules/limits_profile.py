@@ -401,9 +401,10 @@ probes:
   description:
     - For each context in RV(contexts) that effective_limits can probe, the name it is
       probed as (C(pam) -> C(login), C(systemd_system) -> C(service), C(systemd_user) ->
-      C(user_manager), C(docker), C(podman)) and the effective_limits option its probe needs
-      (C(image), or null). Units are probed as C(unit:NAME) (RV(units)). The limits role
-      verifies from it; docs/contexts.md has the table.
+      C(user_manager), C(docker), C(containerd_cri) -> C(k8s_pod), C(podman), C(slurm) ->
+      C(slurm_job)) and the effective_limits option its probe needs (C(image), or null).
+      Units are probed as C(unit:NAME) (RV(units)). The limits role verifies from it;
+      docs/contexts.md has the table.
   returned: success
   type: list
   elements: dict

@@ -85,43 +85,30 @@ options:
         lines (and invalid lines) are removed, comments and blank lines stay.
     type: bool
     default: false
-  on_conflict:
-    description:
-      - What to do when a later file sets a requested domain and item to another value.
-        C(fail) fails naming the lines and writes nothing; C(warn) writes and warns.
-    type: str
-    choices: [fail, warn]
-    default: fail
   force:
     description:
       - Write hard values above what login services can set on this host (see description).
         Never overrides the C(fs.nr_open) and C(unlimited) nofile guards.
     type: bool
     default: false
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
-  mode:
-    description: Mode of a newly created file. An existing file keeps its owner and mode.
-    type: raw
-    default: '0644'
-  limits_conf:
-    description: The main limits file, read for conflicts.
-    type: path
-    default: /etc/security/limits.conf
-  limits_dir:
-    description: The drop-in directory, read for conflicts.
-    type: path
-    default: /etc/security/limits.d
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
+  - gpufleet.tuning.attributes.FILE_MODE
+  - gpufleet.tuning.attributes.ON_CONFLICT
+  - gpufleet.tuning.attributes.PAM_FILES
 notes:
   - pam_limits applies only to sessions whose PAM stack calls it (Debian and Ubuntu list
     C(session required pam_limits.so) per service, RHEL in system-auth and password-auth).
     systemd services and containers never read these files; use
     M(gpufleet.tuning.systemd_limits) and M(gpufleet.tuning.docker_ulimits) for them.
   - On Debian and Ubuntu, C(*) and C(@group) lines do not apply to root; add C(root) entries.
+  - pam_limits reads C(/etc/security/limits.conf) first, then C(limits.d/*.conf) sorted by name (C
+    locale); a O(path) it does not read gets a warning. The name of the O(backup) copy does not end
+    in C(.conf), so pam_limits ignores it.
+  - A C(%) or C(%group) domain is refused for every item but C(maxlogins) (pam_limits ignores such a
+    line, C(maxsyslogins) included). Any other domain text is a user name to pam_limits
+    (C(alice@example.com)) and is accepted. Each refusal names the field, C(limits[N].FIELD).
 seealso:
   - module: gpufleet.tuning.pam_limits_info
   - name: limits.conf(5)

@@ -31,14 +31,6 @@ options:
   user:
     description: Resolve the effective limits of this user (must exist on the host).
     type: str
-  limits_conf:
-    description: The main limits file.
-    type: path
-    default: /etc/security/limits.conf
-  limits_dir:
-    description: The drop-in directory.
-    type: path
-    default: /etc/security/limits.d
   root_wildcards:
     description:
       - Whether C(*) and C(@name) lines apply to root. C(auto) is false on Debian-family hosts
@@ -48,6 +40,11 @@ options:
     default: auto
 extends_documentation_fragment:
   - gpufleet.tuning.attributes.INFO
+  - gpufleet.tuning.attributes.PAM_FILES
+notes:
+  - The files are read as the installed Linux-PAM reads them (RV(pam_version), from dpkg's status
+    file or C(rpm -q pam)); docs/limit-model.md lists what changed between versions (the value field
+    from 1.6, C(rttime) from 1.7.1).
 seealso:
   - module: gpufleet.tuning.pam_limits
 '''

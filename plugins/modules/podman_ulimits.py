@@ -52,10 +52,6 @@ options:
         containers.conf as a power of 1000 (C(shm_size = "256m") gives 256000000 bytes). An
         existing value is compared the way Podman reads it.
     type: str
-  purge:
-    description: Remove C(default_ulimits) entries for items not in O(ulimits).
-    type: bool
-    default: false
   path:
     description: The drop-in file to manage.
     type: path
@@ -64,11 +60,21 @@ extends_documentation_fragment:
   - gpufleet.tuning.attributes
   - gpufleet.tuning.attributes.FILE_BACKUP
   - gpufleet.tuning.attributes.RUNTIME_FORCE
+  - gpufleet.tuning.attributes.CONF_PURGE
 notes:
   - Applies to containers created afterwards; running containers keep their limits. Rootless
     Podman also reads C(~/.config/containers/containers.conf), which overrides this file.
   - CRI-O uses the same C(default_ulimits) syntax under C([crio.runtime]) in crio.conf; see
     docs/containerd-kubernetes.md.
+  - C(shm_size) is written as a plain number of bytes. Podman reads a suffix in containers.conf as a
+    power of 1000 whatever follows it (measured with Podman 4.3, C(256m) and C(256MiB) both give a
+    250000 KiB C(/dev/shm)), while this collection's sizes are base 1024; bytes are the one form
+    every Podman reads exactly. An existing value is compared the way Podman reads it.
+  - An C({append=true}) or C({append=false}) attribute of C(default_ulimits) is kept as written,
+    with a warning; Podman before 5.0 refuses any such attribute, and in Podman 5 it is sticky from
+    file to file (docs/limit-model.md). M(gpufleet.tuning.podman_ulimits_info) and
+    M(gpufleet.tuning.limits_audit) name the users whose own containers.conf sets one of the keys.
+  - No daemon is involved; RV(restart_required) is always false.
 seealso:
   - module: gpufleet.tuning.podman_ulimits_info
   - module: gpufleet.tuning.docker_ulimits

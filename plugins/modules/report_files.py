@@ -20,7 +20,13 @@ description:
   - A file whose content is already O(files)' is left alone (idempotent); a changed file is
     written atomically (a temporary file in the same directory, then a rename) keeping an
     existing file's owner and mode.
-  - C(playbooks/audit_limits.yml) writes C(limits-audit.json) and C(limits-audit.md) with it.
+  - C(playbooks/audit_limits.yml) writes its four reports with it in one call -
+    C(limits-audit.json), C(limits-audit.md), C(limits-audit.junit.xml) (JUnit XML, filter
+    C(gpufleet.tuning.audit_junit)) and C(limits-audit.sarif) (SARIF 2.1.0, filter
+    C(gpufleet.tuning.audit_sarif)) - and each host's probe proofs.
+  - The content is written as given; rendering (JSON, XML, SARIF) is the caller's, so a file
+    is only as valid as the text passed (the audit's JUnit and SARIF are checked against their
+    schemas in the tests, docs/audit.md).
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
@@ -53,6 +59,14 @@ EXAMPLES = r'''
       report.json: "{{ report | to_nice_json }}\n"
       report.md: "# Report\n"
   run_once: true
+
+- name: Write an audit report as JUnit XML and SARIF for a CI job
+  gpufleet.tuning.report_files:
+    dir: "{{ playbook_dir }}/audit-reports"
+    files:
+      limits-audit.junit.xml: "{{ audit_report | gpufleet.tuning.audit_junit }}"
+      limits-audit.sarif: "{{ audit_report | gpufleet.tuning.audit_sarif | to_nice_json }}\n"
+  run_once: true
 '''
 
 RETURN = r'''
@@ -65,6 +79,8 @@ paths:
   returned: always
   type: list
   elements: str
+  sample: [/srv/audit-reports/limits-audit.json, /srv/audit-reports/limits-audit.junit.xml,
+           /srv/audit-reports/limits-audit.md, /srv/audit-reports/limits-audit.sarif]
 changed_paths:
   description: The files that were (or in check mode would be) written.
   returned: always

@@ -76,26 +76,23 @@ options:
     description: Write the live values into C(/proc/sys) where it is writable.
     type: bool
     default: true
-  on_conflict:
-    description:
-      - What to do when a later file sets a requested key to another value. C(fail) fails
-        naming the line and writes nothing; C(warn) writes and warns.
-    type: str
-    choices: [fail, warn]
-    default: fail
-  backup:
-    description: Keep a timestamped copy of the file when it changes.
-    type: bool
-    default: false
-  mode:
-    description: Mode of a newly created file. An existing file keeps its owner and mode.
-    type: raw
-    default: '0644'
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
+  - gpufleet.tuning.attributes.FILE_MODE
+  - gpufleet.tuning.attributes.ON_CONFLICT
 notes:
   - The drift watch and M(gpufleet.tuning.limits_audit) (option C(sysctl)) report the same
     ceilings; docs/limit-model.md lists what each one bounds.
+  - The limits role calls it with its C(limits_sysctl) (and a job's kernel needs, C(limits_job))
+    after the profile. A hard C(nofile) above the node's live C(fs.nr_open) is refused by the
+    profile's guard before this module raises C(fs.nr_open); raise it in a run of its own first.
+  - Debian's C(/etc/sysctl.d/99-sysctl.conf) (a link to C(/etc/sysctl.conf)) is read after
+    C(90-gpufleet-tuning.conf), so a value in C(/etc/sysctl.conf) is reported as a conflict, never
+    silently lost at the next boot. The name of the O(backup) copy does not end in C(.conf), so
+    systemd-sysctl ignores it.
+  - In check mode neither the file nor C(/proc/sys) is written; RV(apply) says what would be
+    written.
 seealso:
   - module: gpufleet.tuning.limits_audit
   - name: sysctl.d(5)

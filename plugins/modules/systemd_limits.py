@@ -72,25 +72,16 @@ options:
     description: File name of the drop-in to manage (it must end with C(.conf)).
     type: str
     default: 90-gpufleet-tuning.conf
-  on_conflict:
-    description:
-      - What to do when a file systemd reads after the drop-in sets a requested item to another
-        value. C(fail) fails naming file and line and writes nothing; C(warn) writes and warns.
-    type: str
-    choices: [fail, warn]
-    default: fail
   force:
     description:
       - Write hard values above what the host lets systemd set (see description). Never
         overrides the C(fs.nr_open) and C(unlimited) nofile guards.
     type: bool
     default: false
-  backup:
-    description: Keep a timestamped copy of the drop-in when it changes.
-    type: bool
-    default: false
 extends_documentation_fragment:
   - gpufleet.tuning.attributes
+  - gpufleet.tuning.attributes.FILE_BACKUP
+  - gpufleet.tuning.attributes.ON_CONFLICT
 notes:
   - A service started before a manager default changed keeps its old limits; C(systemctl
     daemon-reexec) makes the system manager read its defaults again, and services must then be
@@ -99,6 +90,14 @@ notes:
   - A user service cannot get limits above its user manager's, which come from the system
     manager's defaults (or a drop-in for C(user@.service)).
   - C(~/.config/systemd/user.conf) is not read by this module.
+  - Restarting C(user@UID.service) stops that user's services.
+  - A default below the container's hard limit makes pam_limits in the C(systemd-user) PAM stack log
+    C(Could not set limit ... Operation not permitted) when a user manager starts. That is harmless;
+    the manager still starts.
+  - Precedence and value grammar are systemd 252's (Debian 12). An invalid assignment is ignored and
+    the earlier value stays (reported in RV(invalid)); C(/etc) masks a drop-in of the same name in
+    C(/run), C(/usr/local/lib) and C(/usr/lib). The name of the O(backup) copy
+    (C(NAME.conf.PID.DATE~)) is one systemd ignores.
 seealso:
   - module: gpufleet.tuning.systemd_limits_info
   - module: gpufleet.tuning.pam_limits

@@ -2,10 +2,12 @@
 import json
 import os
 import subprocess
+import xml.etree.ElementTree as ET
 
 import pytest
 from conftest import (FILES, USER, Limit, as_user, parse, pid1_limit, short_of,
                       user_service_limits)
+from report_schemas import junit_errors, sarif_errors
 from scenario_support import ansible_command, checksums, run_module
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -161,12 +163,31 @@ def test_user_manager_still_runs(host):
     assert host.service('user@1001.service').is_running
 
 
+def ci_reports(tmp_path):
+    """The JUnit and SARIF files audit_limits.yml wrote, each checked against its schema
+    (tests/report_schemas.py): (the JUnit root element, the SARIF log)."""
+    junit = (tmp_path / 'limits-audit.junit.xml').read_text()
+    assert junit_errors(junit) == '', junit
+    with open(str(tmp_path / 'limits-audit.sarif')) as handle:
+        log = json.load(handle)
+    assert sarif_errors(log) == '', log
+    return ET.fromstring(junit.encode('utf-8')), log
+
+
 def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
+    """... and with audit_fail_on_gap (issue 34.3) fails the run on the gaps, naming the host and
+    its contexts, after writing every report: JUnit and SARIF valid against their schemas, a
+    failure and a result per gap located at the file:line that decides."""
     before = checksums(host, FILES)
     proc, node, markdown = run_audit(host, tmp_path,
                                      {'nofile': 18000, 'nproc': 8192, 'memlock': '8MiB'},
-                                     limits_verify_docker_image='tiny:latest')
-    assert proc.returncode == 0, proc.stdout
+                                     limits_verify_docker_image='tiny:latest',
+                                     audit_fail_on_gap=True)
+    name = host.backend.host
+    assert proc.returncode != 0, proc.stdout
+    assert ('audit_fail_on_gap: 1 host below the profile: %s (login: nofile; ' % name
+            in proc.stdout), proc.stdout
+    assert 'reports in %s' % tmp_path in proc.stdout
     assert checksums(host, FILES) == before
     assert node['errors'] == []
     rows = dict(((r['context'], r['item']), r) for r in node['rows'])
@@ -191,6 +212,23 @@ def test_audit_reports_sources_and_gaps_and_changes_nothing(host, tmp_path):
     assert '| %s | login | nofile | 16384:%d | 18000:18000 | **soft** | %s:' % (
         host.backend.host, hard, FILES[0]) in markdown
     assert 'host' in proc.stdout and '18000:18000' in proc.stdout
+    junit, log = ci_reports(tmp_path)
+    failed = sorted((case.get('classname'), case.get('name')) for case in junit.iter('testcase')
+                    if case.find('failure') is not None)
+    assert failed == sorted(('gpufleet.%s.%s' % (name, context), 'nofile') for context in (
+        'login', 'service', 'ssh', 'user_manager')), failed
+    assert len(list(junit.iter('testcase'))) == len(node['rows'])
+    results = dict((r['ruleId'], r) for r in log['runs'][0]['results'])
+    assert sorted(results) == ['gpufleet/%s/nofile' % c for c in (
+        'login', 'service', 'ssh', 'user_manager')]
+    where = results['gpufleet/login/nofile']['locations'][0]['physicalLocation']
+    line = int(login['source'].split(':')[1].split()[0])
+    assert where == {'artifactLocation': {'uri': FILES[0].lstrip('/'), 'uriBaseId': 'NODEROOT'},
+                     'region': {'startLine': line}}, where
+    assert results['gpufleet/login/nofile']['properties']['host'] == name
+    # an SSH session gets the same limits line through sshd's PAM stack: located at that line,
+    # not at the PAM stack's line that runs pam_limits
+    assert results['gpufleet/ssh/nofile']['locations'][0]['physicalLocation'] == where
 
 
 def run_audit(host, tmp_path, profile, **variables):
@@ -338,8 +376,16 @@ def test_audit_names_real_sources_and_shows_what_is_pending_or_misread(host, tmp
     host.check_output('printf "%s" > %s' % (r'%s hard nofle 4096\n* soft memlock 64M\n' % USER,
                                             TYPO_LINES))
     try:
-        proc, node, markdown = run_audit(host, tmp_path, EXPECTED_PROFILE)
+        proc, node, markdown = run_audit(host, tmp_path, EXPECTED_PROFILE,
+                                         audit_fail_on_gap=False)
         rows = dict(((r['context'], r['item']), r) for r in node['rows'])
+        # issue 34.3: the gap's location is the line pam_limits could not apply (the advice's),
+        # not the profile's file the source names first; audit_fail_on_gap false: it passes
+        _junit, log = ci_reports(tmp_path)
+        login = [r for r in log['runs'][0]['results'] if r['ruleId'] == 'gpufleet/login/nofile']
+        assert [r['locations'][0]['physicalLocation'] for r in login] == [
+            {'artifactLocation': {'uri': GPU_LINES.lstrip('/'), 'uriBaseId': 'NODEROOT'},
+             'region': {'startLine': 1}}], log
         # issue 32: acted on, what the audit says changes the value: the re-exec the source
         # names applies the drop-in (a new service then gets its 4096, a gap whose advice
         # names the drop-in); the line the login gap's advice names, removed, gives logins

@@ -22,6 +22,12 @@ CODE = '/usr/local/lib/gpufleet-tuning/ansible_collections/gpufleet/tuning/plugi
 CONVERGE = os.path.join(ROOT, 'molecule', 'watch', 'converge.yml')
 REMOVE = os.path.join(ROOT, 'molecule', 'watch', 'remove.yml')
 API = 'http://127.0.0.1:9090/api/v1/'
+# issue 34: the watch's outlets besides the metrics
+STATE_DIR = '/var/lib/gpufleet-tuning/watch'
+NPD_PLUGIN = '/usr/local/lib/gpufleet-tuning/npd/check_gpufleet_limits.sh'
+NPD_CONFIG = '/etc/gpufleet-tuning/gpufleet-limits-plugin-monitor.json'
+NFD_FILE = '/etc/kubernetes/node-feature-discovery/features.d/gpufleet-limits'
+APT_HOOK = '/etc/apt/apt.conf.d/80gpufleet-limits-watch'
 
 _GET = ('python3 -c "import sys, urllib.request; '
         'print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())" %s')
@@ -68,3 +74,16 @@ def journal_since(host, since, priority='err'):
     """The watch's journal messages of at least ``priority`` since the unix time ``since``."""
     return host.run('journalctl -q -u %s.service -p %s --since @%d -o cat' % (
         UNIT, priority, int(since))).stdout
+
+
+def npd(host, answer='', shell='sh'):
+    """The node-problem-detector plugin as NPD runs it: (exit status, trimmed stdout)."""
+    got = host.run('%s %s %s' % (shell, NPD_PLUGIN, answer))
+    return got.rc, got.stdout.strip()
+
+
+def nfd_labels(host):
+    """{label: value} of the NFD feature file, validated against NFD's documented format."""
+    from node_state_formats import parse_nfd_features
+    return dict((k, v[0]) for k, v in parse_nfd_features(
+        host.file(NFD_FILE).content_string, NFD_FILE).items())

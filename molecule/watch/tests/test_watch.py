@@ -1,14 +1,17 @@
 """Drift watch with the real parts: the timer, node_exporter's textfile collector, Prometheus'
-rules and HTTP API. Tests run in file order: clean node, drift and re-tune, faults."""
+rules and HTTP API, Alertmanager and the collection's re-tune rulebook in ansible-rulebook.
+Tests run in file order: clean node, drift and re-tune, faults."""
 import json
 import os
 import subprocess
 import time
 
 import pytest
-from conftest import (CODE, CONVERGE, DELAY, INTERVAL, METRICS, METRICS_DIR, PERIOD, PROFILE,
-                      REMOVE, ROOT, UNIT, api, firing, journal_since, key, metrics, query,
-                      wait_for)
+from conftest import (APT_HOOK, CODE, DELAY, INTERVAL, METRICS, METRICS_DIR, NFD_FILE,
+                      NPD_CONFIG, NPD_PLUGIN, PERIOD, PROFILE, REMOVE, ROOT, STATE_DIR, UNIT, api,
+                      firing, journal_since, key, metrics, nfd_labels, npd, query, wait_for)
+from eda_support import (NOWHERE, Rulebook, alertmanager_config, notification,
+                         set_alertmanager)
 from scenario_support import ansible_command, run_playbook
 
 # the limits.d drift reaches SSH sessions too (the node's sshd runs pam_limits: the ssh probe)
@@ -113,7 +116,31 @@ def below(host):
                if a['instance'] == instance(host))
 
 
-def test_drift_fires_within_two_periods_and_retune_clears_it(host):
+@pytest.fixture
+def rulebook(host, tmp_path, request):
+    """The collection's re-tune rulebook in a real ansible-rulebook on this controller, the
+    node's Alertmanager sending the drift watch's alerts to its webhook."""
+    failed = request.session.testsfailed
+    book = Rulebook(host.backend.host, str(tmp_path))
+    try:
+        set_alertmanager(host, alertmanager_config(book.node_url))
+        # Prometheus sends its alerts to that Alertmanager
+        wait_for('Prometheus knows the Alertmanager', lambda: api(
+            host, 'alertmanagers')['activeAlertmanagers'], 30)
+        yield book
+    finally:
+        book.stop()
+        set_alertmanager(host, NOWHERE)
+        if request.session.testsfailed > failed:
+            print('\nansible-rulebook output (%s), its end:\n%s'
+                  % (book.log, '\n'.join(book.output().splitlines()[-80:])))
+
+
+def test_drift_fires_the_rulebook_retunes_and_the_alert_clears(host, rulebook):
+    """Drift -> GpufleetLimitsBelowProfile within two timer periods -> Alertmanager -> the
+    rulebook's webhook -> tune_limits.yml on this node only -> compliant -> alert resolved
+    (issue 34 item 4; docs/drift-watch.md, "Alert -> re-tune")."""
+    node = host.backend.host
     changed = time.time()
     drift(host)
     wait_for('GpufleetLimitsBelowProfile for the three drifts',
@@ -125,16 +152,43 @@ def test_drift_fires_within_two_periods_and_retune_clears_it(host):
     assert took <= 2 * PERIOD + 10, 'fired after %.1f s' % took
     gap = query(host, 'gpufleet_limits_gap{context="login",item="nofile",side="soft"}')
     assert gap[0]['value'][1] == str(16384 - 4096)
+    # the scrape configuration's host label (the inventory hostname) is on the alert
+    assert set(a['host'] for a in firing(host, 'GpufleetLimitsBelowProfile')) == {node}
 
-    started = time.time()
-    rc, out = run_playbook(host, CONVERGE)
-    assert rc == 0, out
+    fired = time.time()
+    wait_for('the re-tune the rulebook runs', rulebook.recaps, 300, step=1)
     retuned = time.time()
-    wait_for('the alert clears after re-tuning', lambda: not below(host), 2 * PERIOD + 30,
+    runs = rulebook.recaps()
+    # one run, on this node only (--limit from the alert's host label), that changed it back
+    assert list(runs[0]) == [node], runs
+    assert runs[0][node]['failed'] == 0 and runs[0][node]['changed'] > 0, runs
+    wait_for('the alert clears after the re-tune', lambda: not below(host), 2 * PERIOD + 30,
              step=1)
-    print('re-tune (converge.yml) took %.1f s; the alert cleared %.1f s after it ended'
-          % (retuned - started, time.time() - retuned))
-    assert time.time() - retuned <= 2 * PERIOD + 10
+    cleared = time.time()
+    assert host.file('/etc/security/limits.d/90-gpufleet-tuning.conf').contains('16384')
+    wait_for('the resolved notification at the rulebook', lambda: rulebook.notifications(
+        'resolved'), 60)
+    print('the rulebook\'s re-tune ended %.1f s after the alert fired; the alert cleared %.1f s '
+          'after it; %d firing notifications' % (retuned - fired, cleared - retuned,
+                                                 len(rulebook.notifications('firing'))))
+    assert cleared - retuned <= 2 * PERIOD + 10
+
+    # Posted like Alertmanager: the same alert again within 15 minutes (a repeat, a flap) is
+    # throttled; an alert a re-tune does not fix, a resolved one, one grouped across hosts (no
+    # host label) run nothing; without the token the webhook refuses
+    across = notification('GpufleetLimitsBelowProfile', node)
+    del across['commonLabels']['host']     # the alerts' own labels keep theirs
+    posts = [notification('GpufleetLimitsBelowProfile', node, context='login', item='nofile'),
+             notification('GpufleetLimitsAuditFailing', node, reason='crashed'),
+             notification('GpufleetLimitsBelowProfile', node, status='resolved'), across]
+    events = len(rulebook.events())
+    assert rulebook.post(posts[0], token=None) == 401
+    assert [rulebook.post(p) for p in posts] == [200] * len(posts)
+    wait_for('the posted events at the rulebook', lambda: len(rulebook.events())
+             == events + len(posts), 30)
+    time.sleep(3)
+    assert rulebook.output().count('Calling Ansible runner') == 1
+    assert len(rulebook.recaps()) == 1
 
 
 @pytest.fixture
@@ -175,6 +229,10 @@ def test_profile_missing_or_corrupt(host, quiet_timer):
         assert run_watch(host) != 0
         assert_failure(host, since, 'profile_missing', 'audit failed (profile_missing): '
                        'profile file %s does not exist' % PROFILE)
+        # the same outcome for Kubernetes: NPD Unknown with the reason, NFD "unknown"
+        assert npd(host) == (2, 'gpufleet limits audit failed (profile_missing): profile file '
+                             '%s does not exist (run the limits_watch role)' % PROFILE)
+        assert nfd_labels(host) == {'gpufleet.io/limits-ok': 'unknown'}
         since = time.time()
         host.check_output("printf '{\"profile\": {\"nofile\": ' > %s" % PROFILE)
         assert run_watch(host) != 0
@@ -240,6 +298,142 @@ def test_metrics_directory_missing_or_read_only(host, quiet_timer):
     assert_whole_metrics_file(host)
 
 
+def metrics_say(host):
+    """{context: 'true', 'false' or 'unknown'} as the metrics file says it: 'false' when any
+    item has compliant 0, else 'unknown' for a probe that failed or is pending, else 'true'."""
+    compliant, unproven = {}, set()
+    for (name, labels), value in metrics(host).items():
+        labels = dict(labels)
+        if name == 'gpufleet_limits_compliant':
+            compliant.setdefault(labels['context'], set()).add(value)
+        elif name in ('gpufleet_limits_probe_error', 'gpufleet_limits_probe_pending'):
+            unproven.add(labels['context'])
+    said = dict((c, 'unknown') for c in unproven)
+    for context, values in compliant.items():
+        if '0' in values:
+            said[context] = 'false'
+        elif context not in unproven:
+            said[context] = 'true'
+    return said
+
+
+def test_npd_and_nfd_say_what_the_metrics_say(host, quiet_timer):
+    """Issue 34 item 2 (no cluster here: the plugin and the feature file on the node, checked
+    against NPD's and NFD's documented formats): one audit, three outlets that agree, on the
+    node as it is and with a narrowed limits.d line."""
+    from node_state_formats import check_npd_config
+    check_npd_config(host.file(NPD_CONFIG).content_string,
+                     path_exists=lambda p: host.file(p).exists and host.file(p).mode & 0o111)
+    limits_d = '/etc/security/limits.d/90-gpufleet-tuning.conf'
+    seen = {}
+    for planted in (False, True):
+        if planted:
+            host.check_output("sed -i 's/16384/4096/g' %s" % limits_d)
+        try:
+            assert run_watch(host) == 0
+            said = metrics_say(host)
+            labels = nfd_labels(host)
+            answers = set(npd(host, shell=shell) for shell in ('sh', 'bash'))  # dash and bash
+        finally:
+            if planted:
+                host.check_output("sed -i 's/4096/16384/g' %s" % limits_d)
+        short = set(c for c, v in said.items() if v == 'false')
+        kernel = [n for n, v in metrics(host).items()
+                  if n[0] == 'gpufleet_limits_sysctl_gap' and float(v) > 0]
+        seen[planted] = short
+        assert len(answers) == 1, answers
+        rc, out = answers.pop()
+        assert rc == (1 if short or kernel else 0), out
+        if short or kernel:
+            head, _sep, listed = out.partition(': ')
+            assert head == 'limits below the gpufleet profile'
+            assert set(p.split(' ')[0] for p in listed.split(', ')) == short | (
+                {'kernel'} if kernel else set())
+        else:
+            assert out.startswith('limits at the gpufleet profile in %d contexts'
+                                  % len([v for v in said.values() if v == 'true'])), out
+        assert labels.pop('gpufleet.io/limits-ok') == ('false' if short or kernel else 'true')
+        assert labels == dict(('gpufleet.io/limits-ok.' + c.replace(':', '-'), v)
+                              for c, v in said.items())
+    # the narrowed line reaches login and ssh sessions, and only them
+    assert seen[True] - seen[False] == {'login', 'ssh'}
+    # an answer two periods old is Unknown (the watch stopped); none at all too
+    host.check_output("sed 's/^expires=.*/expires=1/' %s/npd-status > /root/npd-old" % STATE_DIR)
+    rc, out = npd(host, '/root/npd-old')
+    assert rc == 2 and out.startswith('gpufleet limits audit result is stale: written ')
+    assert npd(host, '/root/none')[0] == 2
+
+
+def fake_package(host, name, files):
+    """A local .deb that installs ``files`` ({path: text}), built on the node with dpkg-deb:
+    apt-get installs it offline, so dpkg runs and apt's DPkg::Post-Invoke hooks run after it,
+    as for any upgrade."""
+    tree = '/root/%s' % name
+    host.check_output('rm -rf {0} && mkdir -p {0}/DEBIAN'.format(tree))
+    host.check_output("printf 'Package: %s\\nVersion: 1.0\\nArchitecture: all\\nMaintainer: "
+                      "gpufleet tests <tests@example.invalid>\\nDescription: watch scenario test "
+                      "package\\n' > %s/DEBIAN/control" % (name, tree))
+    for path, text in files.items():
+        host.check_output("mkdir -p %s%s && printf '%s' > %s%s" % (
+            tree, os.path.dirname(path), text, tree, path))
+    host.check_output('dpkg-deb --build %s /root/%s.deb' % (tree, name))
+    return '/root/%s.deb' % name
+
+
+def component(host, name):
+    """(labels of gpufleet_limits_component_info, changed timestamp) of a component."""
+    got = metrics(host)
+    info = [dict(labels) for (metric, labels), _v in got.items()
+            if metric == 'gpufleet_limits_component_info' and dict(labels)['component'] == name]
+    changed = got.get(key('gpufleet_limits_component_changed_timestamp_seconds', component=name))
+    return (info[0] if info else None), float(changed or 0)
+
+
+def test_a_package_transaction_that_changes_a_component_reaudits_at_once(host, quiet_timer):
+    """Issue 34 item 5: the components' versions (dpkg) and unit-file hashes are exported; a
+    package that changes containerd's unit files (a drop-in, as an upgrade's new unit would)
+    makes apt's Post-Invoke hook start the watch while its timer is stopped, and the change
+    reaches the metrics, the journal and Prometheus' alert."""
+    assert host.file(APT_HOOK).exists
+    assert run_watch(host) == 0
+    for name in ('dockerd', 'containerd', 'runc', 'systemd'):
+        info, _changed = component(host, name)
+        assert info and info['source'] == 'dpkg', name
+        assert info['version'] == host.check_output(
+            "dpkg-query -W -f '${Version}' %s" % info['package'])
+    before, _changed = component(host, 'containerd')
+    package = 'gpufleet-test-containerd-dropin'
+    deb = fake_package(host, package, {
+        '/etc/systemd/system/containerd.service.d/50-gpufleet-test.conf':
+            '[Service]\\n# installed by the watch scenario test package\\n'})
+    try:
+        since = int(time.time())
+        out = host.check_output('DEBIAN_FRONTEND=noninteractive apt-get install -y %s 2>&1' % deb)
+        assert 'gpufleet-limits-watch: component changed: containerd unit files' in out, out
+        (info, changed), took = wait_for('the re-audit after apt (timer stopped)', lambda: (
+            component(host, 'containerd') if component(host, 'containerd')[1] >= since
+            else None), 60, step=0.5)
+        print('\nre-audit after apt-get install: metrics changed %.1f s after apt returned' % took)
+        assert info['version'] == before['version']
+        assert info['units_sha256'] != before['units_sha256']
+        assert 'component changed: containerd unit files %s -> %s' % (
+            before['units_sha256'], info['units_sha256']) in journal_since(host, since, 'warning')
+        wait_for('GpufleetLimitsComponentChanged in Prometheus', lambda: [
+            a for a in firing(host, 'GpufleetLimitsComponentChanged')
+            if a['component'] == 'containerd' and a['instance'] == instance(host)], 60)
+    finally:
+        removed = int(time.time())
+        host.check_output('DEBIAN_FRONTEND=noninteractive apt-get remove -y %s 2>&1' % package)
+    (info, changed), _took = wait_for('the re-audit after apt-get remove', lambda: (
+        component(host, 'containerd') if component(host, 'containerd')[1] >= removed
+        else None), 60, step=0.5)
+    assert info['units_sha256'] == before['units_sha256']
+    # nothing changed since: the hooks' check says so and starts nothing
+    check = host.run('python3 -I -S /usr/local/lib/gpufleet-tuning/gpufleet_limits_components.py '
+                     '%s -v' % STATE_DIR)
+    assert check.rc == 0 and 'components unchanged' in check.stderr
+
+
 def timer_runs(host, since):
     return journal_since(host, since).count('audit failed (profile_invalid)')
 
@@ -271,7 +465,8 @@ def test_state_absent_removes_the_watch(host):
     rc, out = run_playbook(host, REMOVE)
     assert rc == 0, out
     for path in ('/etc/systemd/system/%s.timer' % UNIT, '/etc/systemd/system/%s.service' % UNIT,
-                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS):
+                 '/usr/local/lib/gpufleet-tuning', PROFILE, METRICS, STATE_DIR, APT_HOOK,
+                 NPD_CONFIG, NPD_PLUGIN, NFD_FILE):
         assert not host.file(path).exists, path
     assert host.run('systemctl is-active %s.timer' % UNIT).stdout.strip() != 'active'
     rc, out = run_playbook(host, REMOVE)

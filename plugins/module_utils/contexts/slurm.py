@@ -275,6 +275,12 @@ class Slurm(Context):
             found[item] = dict(soft=got.soft, hard=got.hard, source=source)
         return found
 
+    def predict(self, report):
+        """{item: Limit} a job gets, from :meth:`configured` (slurmd's running limits and
+        slurm.conf's propagation): the slurm_job rows of an audit that starts no job."""
+        return dict((item, model.Limit(entry['soft'], entry['hard']))
+                    for item, entry in self.configured(report).items())
+
 
 def configless_refusal(path, leak):
     """Why a configless cache is not edited, and where to fix it."""

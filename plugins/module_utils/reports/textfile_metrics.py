@@ -74,6 +74,11 @@ _HELP = {
                 'of its cgroup and their parents; +Inf: max).',
     'pids_gap': 'How far the pids.max of the context is below the profile\'s pids (0: not '
                 'below).',
+    # the recorded components (reports/node_state.component_metrics, issue 34 item 5)
+    'component_info': 'A daemon whose upgrade can change limits: its installed version and '
+                      'the short sha256 of its unit files and drop-ins.',
+    'component_changed_timestamp_seconds': 'Unix time the watch first saw the component\'s '
+                                           'version or unit files change (0: none seen).',
     'sysctl_not_applied': '1 when a sysctl file sets another value than the kernel has '
                           '(configured, not applied; read_only=1 where /proc/sys is read-only).',
 }

@@ -279,8 +279,9 @@ def audit(host, params):
     """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
     docker_image, podman_image, timeout, probe_max_age (seconds a container probe's proof may
     be reused: 0 never), probe_proofs (the proofs an earlier audit returned, {context: proof},
-    kept by the controller; module_utils/host/proofs.py) and job (optional: the training job's
-    shape, :mod:`audit_job`). The result's ``proofs`` are the proofs of this audit's probes,
+    kept by the controller; module_utils/host/proofs.py), job (optional: the training job's
+    shape, :mod:`audit_job`) and probe_only (optional: the contexts to probe; the others
+    present are predicted where their record can, run/slurm_health.py). The result's ``proofs`` are the proofs of this audit's probes,
     for the controller to keep: nothing is written on the node."""
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
@@ -312,6 +313,9 @@ def audit(host, params):
     result['present'] = present
     result['unwritable'] = unwritable(present)
     auditor = Auditor(host, params, present)
+    # probe_only: the contexts to probe (the Slurm health check starts no job: slurm_job is
+    # predicted from its files, add_predicted); None probes every context present
+    only = params.get('probe_only')
     warnings = kernel_ceilings.warnings(result['kernel'])
     reports = {}
     contexts = []
@@ -324,7 +328,8 @@ def audit(host, params):
             reports[record.probe] = report
             result['problems'].extend(dict(problem, context=record.probe)
                                       for problem in record.problems(report))
-            if record.audit_probe(report, auditor):
+            if record.audit_probe(report, auditor) and (
+                    only is None or record.probe in only):
                 contexts.append(record.probe)
     except info.InfoError as exc:
         raise AuditError(exc.msg, result)

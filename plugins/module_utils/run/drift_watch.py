@@ -36,6 +36,7 @@ import time
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import textfile_metrics as tm
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import watch_outlets
 
 # Defaults of the entry point (the role passes its variables on the command line).
 DEFAULT_PROFILE_FILE = '/etc/gpufleet-tuning/limits-watch.json'
@@ -268,6 +269,9 @@ def watch(args, child_command, clock=time.time):
     else:
         text = tm.render_failure(outcome.reason, tm.previous_last_success(args.metrics_dir),
                                  duration=duration, period=args.period)
+    # components, NPD answer, NFD labels: from this same outcome (run/watch_outlets.py)
+    extra, outlet_logs = watch_outlets.after_audit(args, outcome, clock(), LocalHost())
+    text += extra
     status = 0
     if outcome.reason is not None:
         log(ERR, 'audit failed (%s): %s' % (outcome.reason, outcome.msg))
@@ -285,6 +289,8 @@ def watch(args, child_command, clock=time.time):
             log(WARNING, line)
         for line in problem_lines(outcome.result):
             log(ERR, line)
+    for priority, line in outlet_logs:
+        log({'err': ERR, 'warning': WARNING}.get(priority, INFO), line)
     try:
         path = tm.write_atomic(args.metrics_dir, text)
     except tm.MetricsWriteError as exc:
@@ -298,7 +304,7 @@ def watch(args, child_command, clock=time.time):
     return status
 
 
-def parser():
+def parser(modes=None):
     parse = argparse.ArgumentParser(
         prog='gpufleet-limits-watch',
         description='Audit this node\'s limits against the applied profile and write '
@@ -307,20 +313,32 @@ def parser():
                        help='the profile file the limits_watch role wrote')
     parse.add_argument('--metrics-dir', default=DEFAULT_METRICS_DIR,
                        help="node_exporter's --collector.textfile.directory")
-    parse.add_argument('--timeout', type=int, default=DEFAULT_TIMEOUT,
-                       help='seconds the whole audit may take')
+    parse.add_argument('--timeout', type=int, default=None,
+                       help='seconds the whole audit may take (default %d; Slurm modes: '
+                            'slurm_health.py)' % DEFAULT_TIMEOUT)
     parse.add_argument('--period', type=int, default=None,
                        help='longest expected seconds between two audits (the timer period '
                             'plus its random delay), exported for the staleness alert')
+    parse.add_argument('--state-dir', default=None,
+                       help='where the component record and the node-problem-detector answer '
+                            'are kept (none: neither is written)')
+    parse.add_argument('--nfd-dir', default=None,
+                       help="Node Feature Discovery's features.d: write the feature file there")
     parse.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
-    return parse
+    return modes.add_arguments(parse) if modes else parse
 
 
-def main(argv, script):
+def main(argv, script, modes=None):
     """The entry point: ``script`` is the path of the file that was run (the child runs it
-    again with --child)."""
-    args = parser().parse_args(argv)
+    again with --child). ``modes``: a module with ``add_arguments(parser)`` (a ``--mode``
+    option) and ``run(args, child_command)`` for the modes other than ``metrics`` (the entry
+    point passes run/slurm_health.py, which builds on this module)."""
+    args = parser(modes).parse_args(argv)
     if args.child:
         return child_main()
     command = [sys.executable, '-I', '-S', os.path.abspath(script), '--child']
+    if getattr(args, 'mode', 'metrics') != 'metrics':
+        return modes.run(args, command)
+    if args.timeout is None:
+        args.timeout = DEFAULT_TIMEOUT
     return watch(args, command)

@@ -182,6 +182,14 @@ class Prober(object):
         try:
             return self.pid_limits(self.user_service_pid(start, show, unit, user),
                                    'user_manager')
+        except ProbeError as exc:
+            # A manager without linger stops with its user's last session: one that stopped
+            # between the check and the start (a concurrent audit's login probe of the same
+            # user ended) is not running, not a probe error ("Transport endpoint is not
+            # connected" in the watch scenario while a re-tune probed root's manager).
+            if exc.kind != errors.NOT_RUNNING:
+                self.require_user_manager(user, uid)
+            raise
         finally:
             self.execute(stop)
 

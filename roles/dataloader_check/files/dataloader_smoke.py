@@ -587,6 +587,9 @@ def rank_argv(args, index):
     if args.process_group:
         argv += ['--rank', str(index), '--world-size', str(args.ranks),
                  '--pg-port', str(args.pg_port)]
+    if index == 0 and args.sweep_workers:
+        # the sweep of a job of several ranks: its first rank measures it once the job is done
+        argv += ['--sweep-workers', ','.join(str(count) for count in args.sweep_workers)]
     return argv
 
 
@@ -642,6 +645,16 @@ def run_ranks(args, result):
     result['peak_shm_bytes'] = sampler.peak_shm
     result['shm_used_at_start_bytes'] = sampler.shm_base
     result['peak_rss_bytes'] = sampler.peak_rss
+    if 'sweep' in ranks[0]:
+        # one rank alone, after the job, against num_workers (the job's own run shared the
+        # node with the other ranks: not a point of this curve)
+        result['sweep'] = ranks[0]['sweep']
+        if args.plot_png:
+            try:
+                plot_png({'sweep': ranks[0]['sweep']}, args.plot_png)
+                result['plot_png'] = args.plot_png
+            except Exception as exc:  # pylint: disable=broad-except
+                result['plot_png_error'] = '%s: %s' % (type(exc).__name__, exc)
     failed = [r for r in ranks if not r.get('ok')]
     if failed:
         result['fd_exhausted'] = any(r.get('fd_exhausted') for r in failed)

@@ -306,3 +306,18 @@ def test_images_pipeline_carries_the_jobs_annotation_tensors(tmp_path):
     # 2 batches of (images 4x3x224x224, labels 4, 30 boxes 4x4) float32 values
     assert record['values_received'] == 2 * (4 * 3 * 224 * 224 + 4 + 30 * 16)
     assert record['peak_rss_bytes'] > 0 and record['shm_size_bytes'] > 0
+
+
+def test_a_job_of_several_ranks_sweeps_in_its_first_rank():
+    """A job of 2 ranks with --sweep-workers: the first rank's command line carries the sweep
+    (it measures it once the job is done), the others do not (make demo's num_workers plot)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('dataloader_smoke', SCRIPT)
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    args = smoke.parse_args(['--ranks', '2', '--num-workers', '2', '--sweep-workers', '1,3',
+                             '--pipeline', 'images', '--data-dir', '/tmp/x'])
+    first, second = smoke.rank_argv(args, 0), smoke.rank_argv(args, 1)
+    assert first[first.index('--sweep-workers') + 1] == '1,3'
+    assert '--sweep-workers' not in second
+    assert first[first.index('--ranks') + 1] == second[second.index('--ranks') + 1] == '1'

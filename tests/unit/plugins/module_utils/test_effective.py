@@ -218,3 +218,52 @@ def test_user_probe_waits_for_the_exec_of_its_program():
         proc.kill()
         proc.wait()
     assert not probes.has_exec(proc.pid, probes.USER_PROBE_PROGRAM)      # gone
+
+
+class _Replayed(object):
+    """What Prober needs of a module: every binary is there."""
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return '/usr/bin/' + name
+
+
+class _ReplayProber(effective.Prober):
+    """A Prober whose commands answer from ``answers`` (a list of (match, rc, out, err) taken
+    in order for the first command that contains ``match``), recording what ran."""
+
+    def __init__(self, answers):
+        super(_ReplayProber, self).__init__(_Replayed(), timeout=1)
+        self.timeout_bin = None
+        self.answers = list(answers)
+        self.ran = []
+
+    def execute(self, args):
+        self.ran.append(' '.join(args))
+        for index, (match, rc, out, err) in enumerate(self.answers):
+            if match in args:
+                del self.answers[index]
+                return rc, out, err
+        return 0, '', ''
+
+
+def test_user_manager_that_stops_during_the_probe_is_not_running():
+    # is-active passes, then the manager stops (its user's last session ended) before the
+    # probe service starts: the same outcome as a manager that was not running
+    prober = _ReplayProber([('is-active', 0, '', ''),
+                            ('systemd-run', 1, '', 'Failed to connect to bus: Transport endpoint is not connected'),
+                            ('is-active', 3, '', '')])
+    with pytest.raises(effective.ProbeError) as exc:
+        prober.user_manager('root', 0)
+    assert exc.value.kind == 'not_running'
+    assert 'loginctl enable-linger root' in str(exc.value)
+    assert any(' stop ' in ' %s ' % c for c in prober.ran)
+
+
+def test_user_manager_probe_failure_with_the_manager_running_stays_an_error():
+    prober = _ReplayProber([('is-active', 0, '', ''),
+                            ('systemd-run', 1, '', 'Unit gpufleet-probe already exists'),
+                            ('is-active', 0, '', '')])
+    with pytest.raises(effective.ProbeError) as exc:
+        prober.user_manager('root', 0)
+    assert exc.value.kind != 'not_running'
+    assert 'already exists' in str(exc.value)

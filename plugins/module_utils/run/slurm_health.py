@@ -1,0 +1,274 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Slurm health check and prolog: the drift watch's audit, judged for a Slurm node.
+
+Two modes of the watch's entry point (drift_watch.py dispatches to :func:`main`):
+
+``slurm-health``
+    slurmd's ``HealthCheckProgram`` (or a site's NHC calling it): runs the node's audit (the
+    watch's profile file, :func:`drift_watch.audit_in_child` with a time limit) for the contexts
+    jobs depend on, prints one line and exits with a Nagios code (0 ok, 1 warning, 2 critical,
+    3 unknown). A gap drains the node with a one-line reason that starts with
+    :data:`MARKER`; a node is resumed only when its current reason starts with that marker
+    (a drain of ours) and the audit found no gap. A node drained for another reason is left
+    alone. An audit that cannot run in time (3) changes nothing.
+
+``slurm-prolog``
+    slurmd's ``Prolog`` (root, ``SLURM_JOB_USER``, ``SLURM_JOB_ID``): the same audit for the
+    job's user; a gap drains the node with the same reason and exits 1, so slurmd fails the
+    launch (slurm.conf(5) Prolog: the node is drained and the job requeued, held unless
+    ``nohold_on_prolog_fail``; slurmctld keeps a drain reason that is already set, so ours
+    stays and the health check can resume the node). An audit that cannot run exits 0: the
+    job is not failed for the check's own trouble.
+
+The gap, its values and the file:line come from the audit's rows (run/audit.py); nothing is
+judged here again. docs/slurm.md "Health check and prolog".
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import subprocess
+import sys
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
+
+#: the start of every drain reason this check sets: the only drains it lifts
+MARKER = 'gpufleet:'
+#: Nagios plugin exit codes (NHC and NPD read the same)
+OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
+NAMES = {OK: 'OK', WARNING: 'WARNING', CRITICAL: 'CRITICAL', UNKNOWN: 'UNKNOWN'}
+#: the contexts a job depends on
+DEFAULT_CONTEXTS = ('slurm_job',)
+#: contexts judged from the audit's prediction, never probed here: a probe job (srun) cannot
+#: start on a drained or busy node, so a node drained for it could never be proved fixed
+PREDICTED = ('slurm_job',)
+#: slurmd kills HealthCheckProgram after 60 s (slurm.conf(5); HealthCheckTimeout from 26.05)
+DEFAULT_HEALTH_TIMEOUT = 40
+#: a Prolog should finish within MessageTimeout (default 10 s, slurm.conf(5))
+DEFAULT_PROLOG_TIMEOUT = 8
+#: longest reason set: one line in `sinfo -R`
+MAX_REASON = 160
+_PLACE = re.compile(r'(/[^\s:()]+:\d+)')
+
+
+def place_of(source):
+    """The first ``/path:line`` in a row's source text, else the text up to its first ' ('."""
+    found = _PLACE.search(source or '')
+    if found:
+        return found.group(1)
+    return (source or '').split(' (', 1)[0].strip().strip('()')
+
+
+def gap_rows(rows, contexts):
+    """The audit's rows with a gap, in ``contexts`` order, then the profile's item order."""
+    return [row for context in contexts for row in rows or []
+            if row.get('context') == context and row.get('gap')]
+
+
+def phrase(row):
+    """``<context> <item> <have> < <want> (<file:line>)`` of one gap row: the first side of
+    its gap (soft before hard), the values as the audit printed them."""
+    side = row['gap'].split('+')[0]
+    index = 0 if side == 'soft' else 1
+    have = (row.get('actual') or '?').split(':')
+    want = (row.get('expected') or '?').split(':')
+    text = '%s %s %s%s < %s' % (row['context'], row['item'], '' if side == 'soft' else 'hard ',
+                                have[min(index, len(have) - 1)], want[min(index, len(want) - 1)])
+    where = place_of(row.get('source'))
+    return '%s (%s)' % (text, where) if where else text
+
+
+def reason(gaps, limit=MAX_REASON):
+    """The drain reason for the gap rows: the first gap, ``+N more`` for the others, cut to
+    ``limit`` characters (the file path shortened from its left first)."""
+    first = phrase(gaps[0])
+    more = ' +%d more' % (len(gaps) - 1) if len(gaps) > 1 else ''
+    text = '%s %s%s' % (MARKER, first, more)
+    if len(text) <= limit:
+        return text
+    head, sep, where = first.rpartition(' (')
+    if sep:
+        room = limit - len('%s %s (...%s' % (MARKER, head, more))
+        if room > 8:
+            return '%s %s (...%s%s' % (MARKER, head, where[-room:], more)
+    return text[:limit - 3] + '...'
+
+
+def ours(current):
+    """Was the node's current drain reason set by this check?"""
+    return (current or '').startswith(MARKER)
+
+
+def read_node(host, node):
+    """(drained, reason) of ``node`` from `scontrol show node`: drained when its State has
+    DRAIN (DRAINING, DRAINED); the reason without Slurm's ``[user@time]`` suffix."""
+    rc, out, err = host.run_command(['scontrol', 'show', 'node', node])
+    if rc != 0:
+        raise NodeStateError('scontrol show node %s failed (exit %d): %s'
+                             % (node, rc, (err or out).strip()[:200]))
+    state, why = '', ''
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith('Reason='):
+            why = re.sub(r'\s*\[[^\]]*@[^\]]*\]$', '', line[len('Reason='):]).strip()
+        for word in line.split():
+            if word.startswith('State='):
+                state = word[len('State='):]
+    if not state:
+        raise NodeStateError('scontrol show node %s printed no State' % node)
+    return 'DRAIN' in state.upper(), why
+
+
+class NodeStateError(Exception):
+    pass
+
+
+def node_name(environ):
+    """slurmd's name for this node: SLURMD_NODENAME (set for HealthCheckProgram and Prolog),
+    else the NodeName of slurm.conf that names this host."""
+    if environ.get('SLURMD_NODENAME'):
+        return environ['SLURMD_NODENAME']
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node as sn
+    return sn.this_node(sn.find_conf())
+
+
+def update(host, node, state, why=None):
+    """`scontrol update NodeName=N State=STATE [Reason=...]`: '' when done, else the error."""
+    args = ['scontrol', 'update', 'NodeName=%s' % node, 'State=%s' % state]
+    if why is not None:
+        args.append('Reason=%s' % why)
+    rc, out, err = host.run_command(args)
+    return '' if rc == 0 else 'scontrol update failed (exit %d): %s' % (rc, (err or out).strip()[:200])
+
+
+def judge(outcome, contexts):
+    """(code, sentence, gaps) of an audit outcome (drift_watch.Outcome) for ``contexts``: 3 when
+    the audit did not run, 2 with gaps, 1 when a context has no row (its probe failed: not
+    proved either way), 0 otherwise."""
+    if outcome.reason is not None:
+        return UNKNOWN, 'gpufleet audit did not run (%s): %s' % (outcome.reason, outcome.msg), []
+    rows = outcome.result.get('rows') or []
+    gaps = gap_rows(rows, contexts)
+    if gaps:
+        return CRITICAL, reason(gaps), gaps
+    failed = [e for e in outcome.result.get('errors') or [] if e.get('context') in contexts]
+    missing = [c for c in contexts if not any(r.get('context') == c for r in rows)]
+    if failed or missing:
+        said = '; '.join('%s: %s' % (e.get('context'), e.get('msg')) for e in failed)
+        return WARNING, 'gpufleet: not verified: %s' % (
+            said or 'no audit row for %s' % ', '.join(missing))[:MAX_REASON], []
+    return OK, 'gpufleet: %s meet the profile' % ', '.join(contexts), []
+
+
+def act(host, node, code, sentence, prolog=False):
+    """Drain or resume ``node`` for the verdict; returns what was done (a short text)."""
+    if code in (UNKNOWN, WARNING):
+        return 'node state unchanged'
+    try:
+        drained, current = read_node(host, node)
+    except NodeStateError as exc:
+        return 'node state unknown: %s' % exc
+    if code == CRITICAL:
+        if drained and not ours(current):
+            return 'already drained by another reason (%s): left alone' % current
+        if drained and current == sentence:
+            return 'already drained by gpufleet'
+        return update(host, node, 'DRAIN', sentence) or 'drained %s' % node
+    if drained and ours(current) and not prolog:
+        return update(host, node, 'RESUME') or 'resumed %s (was: %s)' % (node, current)
+    if drained:
+        return 'drained by another reason (%s): left alone' % current
+    return ''
+
+
+def job_file(environ):
+    """The batch job's own stderr (else stdout) file as the Prolog's environment names it
+    (SLURM_JOB_STDERR, SLURM_JOB_STDOUT: prolog_epilog.html), with %j, %J and %u filled in;
+    None for a job that named none, a relative path or other % patterns."""
+    path = environ.get('SLURM_JOB_STDERR') or environ.get('SLURM_JOB_STDOUT') or ''
+    job = environ.get('SLURM_JOB_ID') or ''
+    for pattern, value in (('%j', job), ('%J', job), ('%u', environ.get('SLURM_JOB_USER') or '')):
+        path = path.replace(pattern, value)
+    if not path.startswith('/') or '%' in path:
+        return None
+    return path
+
+
+def tell_job(environ, line):
+    """Append ``line`` to the job's file (:func:`job_file`) as the job's user (SLURM_JOB_UID,
+    SLURM_JOB_GID; the path is the user's: never written as root). The file written, or ''."""
+    path = job_file(environ)
+    uid, gid = environ.get('SLURM_JOB_UID') or '', environ.get('SLURM_JOB_GID') or ''
+    if path is None or not uid.isdigit() or not gid.isdigit():
+        return ''
+
+    def as_the_user():
+        os.setgroups([])
+        os.setgid(int(gid))
+        os.setuid(int(uid))
+
+    try:
+        done = subprocess.call(['/bin/sh', '-c', 'printf "%s\\n" "$1" >> "$2"', 'sh', line, path],
+                               preexec_fn=as_the_user, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return ''
+    return path if done == 0 else ''
+
+
+def run(args, child_command, environ=None, host=None):
+    """One run of the health check (``args.mode`` slurm-health) or prolog (slurm-prolog):
+    prints one line, returns the exit status."""
+    environ = os.environ if environ is None else environ
+    host = host or drift_watch.LocalHost()
+    prolog = args.mode == 'slurm-prolog'
+    contexts = [c for c in (args.contexts or ','.join(DEFAULT_CONTEXTS)).split(',') if c]
+    timeout = args.timeout or (DEFAULT_PROLOG_TIMEOUT if prolog else DEFAULT_HEALTH_TIMEOUT)
+    try:
+        params = drift_watch.read_profile(args.profile)
+    except drift_watch.ProfileError as exc:
+        outcome = drift_watch.Outcome(exc.reason, exc.msg)
+    else:
+        if prolog:
+            params['user'] = environ.get('SLURM_JOB_USER') or params['user']
+        params['probe_only'] = [c for c in contexts if c not in PREDICTED]
+        params['units'] = [u for u in params['units'] if 'unit:%s' % u in contexts]
+        outcome = drift_watch.audit_in_child(child_command, params, timeout)
+    code, sentence, _gaps = judge(outcome, contexts)
+    try:
+        node = node_name(environ)
+    except Exception as exc:  # pylint: disable=broad-except  # any failure: no node to act on
+        node, done = None, 'no node name: %s' % getattr(exc, 'msg', exc)
+    if node is not None:
+        done = act(host, node, code, sentence, prolog)
+    line = '%s: %s' % (NAMES[code], sentence)
+    if prolog and environ.get('SLURM_JOB_ID'):
+        line += ' (job %s of %s)' % (environ['SLURM_JOB_ID'], environ.get('SLURM_JOB_USER') or '?')
+    if prolog and code == CRITICAL:
+        # the job's output says why it did not start (Slurm shows it no Prolog output)
+        told = tell_job(environ, 'gpufleet-slurm-prolog: job %s not started on %s: %s'
+                        % (environ.get('SLURM_JOB_ID') or '?', node, sentence))
+        done += '; told the job in %s' % told if told else ''
+    sys.stdout.write(line + ('; %s' % done if done else '') + '\n')
+    sys.stdout.flush()
+    if prolog:
+        return 1 if code == CRITICAL else 0
+    return code
+
+
+def add_arguments(parse):
+    """The options of the Slurm modes on the watch's parser."""
+    parse.add_argument('--mode', choices=('metrics', 'slurm-health', 'slurm-prolog'),
+                       default='metrics',
+                       help='metrics: the timer\'s audit (default); slurm-health: slurmd\'s '
+                            'HealthCheckProgram (Nagios exit codes, drain/resume); '
+                            'slurm-prolog: slurmd\'s Prolog (fails the job on a gap)')
+    parse.add_argument('--contexts', default=None,
+                       help='Slurm modes: comma-separated contexts to judge (default %s)'
+                            % ','.join(DEFAULT_CONTEXTS))
+    return parse
