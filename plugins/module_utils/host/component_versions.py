@@ -30,7 +30,7 @@ import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core.safe_file import read_bytes
-from ansible_collections.gpufleet.tuning.plugins.module_utils.host.versions import DPKG_STATUS
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host.versions import dpkg_versions
 
 
 class Component(object):
@@ -63,24 +63,6 @@ NAMES = tuple(c.name for c in COMPONENTS)
 UNIT_DIRS = ('/etc/systemd/system', '/run/systemd/system', '/usr/local/lib/systemd/system',
              '/usr/lib/systemd/system', '/lib/systemd/system')
 _SHORT = 12
-
-
-def dpkg_versions(root=''):
-    """{package: version} of the installed packages in dpkg's status file ({} without dpkg)."""
-    raw = read_bytes(root + DPKG_STATUS)
-    if raw is None:
-        return {}
-    found = {}
-    for stanza in re.split(r'\n\s*\n', raw.decode('utf-8', 'replace')):
-        fields = {}
-        for line in stanza.splitlines():
-            if line[:1] in (' ', '\t') or ':' not in line:
-                continue
-            key, value = line.split(':', 1)
-            fields[key.strip().lower()] = value.strip()
-        if 'installed' in fields.get('status', '').split() and fields.get('package'):
-            found[fields['package']] = fields.get('version', '')
-    return found
 
 
 def rpm_versions(host, packages):

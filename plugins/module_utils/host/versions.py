@@ -66,22 +66,29 @@ def podman_reads_dropins(version):
     return version is None or tuple(version[:2]) >= PODMAN_DROPINS_SINCE
 
 
-def dpkg_version(package, root=''):
-    """The installed version of a Debian package from dpkg's status file, or None."""
+def dpkg_versions(root=''):
+    """{package: version text} of the installed packages in dpkg's status file ({} without
+    dpkg)."""
     raw = read_bytes(root + DPKG_STATUS)
     if raw is None:
-        return None
-    text = raw.decode('utf-8', 'replace')
-    for stanza in re.split(r'\n\s*\n', text):
+        return {}
+    found = {}
+    for stanza in re.split(r'\n\s*\n', raw.decode('utf-8', 'replace')):
         fields = {}
         for line in stanza.splitlines():
             if line[:1] in (' ', '\t') or ':' not in line:
                 continue
             key, value = line.split(':', 1)
             fields[key.strip().lower()] = value.strip()
-        if fields.get('package') == package and 'installed' in fields.get('status', '').split():
-            return parse_version(fields.get('version'))
-    return None
+        if 'installed' in fields.get('status', '').split() and fields.get('package'):
+            found[fields['package']] = fields.get('version', '')
+    return found
+
+
+def dpkg_version(package, root=''):
+    """The installed version of a Debian package from dpkg's status file, or None."""
+    version = dpkg_versions(root).get(package)
+    return None if version is None else parse_version(version)
 
 
 def pam_version(host=None, root=''):
