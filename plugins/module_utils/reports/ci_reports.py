@@ -57,7 +57,7 @@ _SIDE = re.compile(r'\b(soft|hard): (%s):(\d+)' % _FILE)
 _NOT_XML = re.compile(u'[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
 
-def _line_in(text, gap):
+def line_in(text, gap):
     """(path, line) of the line ``text`` names for the short side (``gap``: 'soft', 'hard' or
     'soft+hard'; the soft side's line unless only hard is short), or None. The PAM stack line
     that runs pam_limits is skipped: the limits line after it sets the value."""
@@ -80,7 +80,7 @@ def location(row):
     first path of either with line None; (None, None) where the row names no file."""
     texts = [str(row.get('advice') or ''), str(row.get('source') or '')]
     for text in texts:
-        found = _line_in(text, str(row.get('gap') or ''))
+        found = line_in(text, str(row.get('gap') or ''))
         if found:
             return found
     for text in texts:

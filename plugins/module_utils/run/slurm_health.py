@@ -35,6 +35,7 @@ import re
 import subprocess
 import sys
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import ci_reports
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
 
 #: the start of every drain reason this check sets: the only drains it lifts
@@ -53,14 +54,15 @@ DEFAULT_HEALTH_TIMEOUT = 40
 DEFAULT_PROLOG_TIMEOUT = 8
 #: longest reason set: one line in `sinfo -R`
 MAX_REASON = 160
-_PLACE = re.compile(r'(/[^\s:()]+:\d+)')
 
 
-def place_of(source):
-    """The first ``/path:line`` in a row's source text, else the text up to its first ' ('."""
-    found = _PLACE.search(source or '')
+def place_of(source, gap='soft'):
+    """The ``/path:line`` of a row's source for the short side (ci_reports.line_in, the one
+    reader of the sources' forms: past the PAM stack line that runs pam_limits, the soft or hard
+    line), else the source text up to its first ' ('."""
+    found = ci_reports.line_in(source or '', gap or 'soft')
     if found:
-        return found.group(1)
+        return '%s:%d' % found
     return (source or '').split(' (', 1)[0].strip().strip('()')
 
 
@@ -79,7 +81,7 @@ def phrase(row):
     want = (row.get('expected') or '?').split(':')
     text = '%s %s %s%s < %s' % (row['context'], row['item'], '' if side == 'soft' else 'hard ',
                                 have[min(index, len(have) - 1)], want[min(index, len(want) - 1)])
-    where = place_of(row.get('source'))
+    where = place_of(row.get('source'), row.get('gap'))
     return '%s (%s)' % (text, where) if where else text
 
 

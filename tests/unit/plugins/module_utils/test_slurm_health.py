@@ -235,3 +235,14 @@ def test_tell_job_appends_as_the_jobs_user(shared_dir):
     os.chmod(str(root_file), 0o644)
     assert sh.tell_job(dict(env, SLURM_JOB_STDOUT=str(root_file)), 'x') == ''
     assert root_file.read_text() == ''
+
+
+def test_the_reason_names_the_limits_line_not_the_pam_stack_line():
+    # an ssh/login row's source names the PAM stack line that runs pam_limits first: the line
+    # that sets the value (and the short side's) is the one a reader must change
+    source = ('pam_limits (/etc/pam.d/sshd:40): /etc/security/limits.d/80-site.conf:3 (soft), '
+              ':4 (hard)')
+    assert sh.place_of(source, 'soft') == '/etc/security/limits.d/80-site.conf:3'
+    assert sh.place_of(source, 'hard') == '/etc/security/limits.d/80-site.conf:4'
+    row = dict(LOGIN_ROW, source=source, gap='soft')
+    assert sh.phrase(row).endswith('(/etc/security/limits.d/80-site.conf:3)')
