@@ -5,11 +5,13 @@ LAB_DIR/job-after/).
     python3 scripts/bench_job_contexts.py [LAB_DIR]           write benchmarks/job-contexts.md, .json
     python3 scripts/bench_job_contexts.py --show [LAB_DIR]    print the tables only
 
-Per context (login: runuser -l; service: systemd-run; container: docker run of the torch image):
-the wall time of the whole run as the role starts it (session, unit or container, python, torch
-import, the job's ranks and workers), the DataLoader's own time, the peak resident memory of the
-job's processes (the sum over ranks and workers, sampled every 50 ms; shared pages count in
-each process that maps them), descriptors, /dev/shm, images/s; then the same job at the node's
+Per context the job ran in (login: runuser -l; service: systemd-run; container: docker run of
+the torch image; slurm_job: srun from a login, on a node that runs Slurm), in the order of the
+demo's picture (scripts/plot_throughput.py: the one list of contexts both use): the wall time of
+the whole run as the role starts it (session, unit or container, python, torch import, the job's
+ranks and workers), the DataLoader's own time, the peak resident memory of the job's processes
+(the sum over ranks and workers, sampled every 50 ms; shared pages count in each process that
+maps them), descriptors, /dev/shm, images/s; then the same job at the node's
 defaults (soft nofile 1024, Docker's 64 MB /dev/shm) against after tuning.
 """
 import glob
@@ -20,7 +22,9 @@ import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
-CONTEXTS = ('login', 'service', 'container')
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import plot_throughput  # noqa: E402 pylint: disable=wrong-import-position
+
 MIB = 1024.0 * 1024.0
 
 
@@ -54,16 +58,24 @@ def row(name, run):
     }
 
 
+def contexts(before, after):
+    """Every context the job ran in, before or after tuning, in the picture's order: the contexts
+    the picture draws (scripts/plot_throughput.py), from the same list."""
+    return plot_throughput.ordered(set(before['contexts']) | set(after['contexts']))
+
+
 def collect(lab):
     before, after = load(lab, 'job-before'), load(lab, 'job-after')
     job = (after.get('job') or {}).get('job') or {}
+    names = contexts(before, after)
     return {
         'host': after.get('host'), 'job': job,
         'demand': (after.get('job') or {}).get('demand'),
         'torch': next((r.get('torch_version') for r in after['contexts'].values()
                        if r.get('torch_version')), ''),
-        'before': [row(n, before['contexts'][n]) for n in CONTEXTS if n in before['contexts']],
-        'after': [row(n, after['contexts'][n]) for n in CONTEXTS if n in after['contexts']],
+        'contexts': names,
+        'before': [row(n, before['contexts'][n]) for n in names if n in before['contexts']],
+        'after': [row(n, after['contexts'][n]) for n in names if n in after['contexts']],
     }
 
 
@@ -83,15 +95,20 @@ def tables(data):
     out += ['', '### The same job before and after tuning', '',
             '| context | before: limits | before: result | before: wall s | after: limits | after: images/s |',
             '| --- | --- | --- | ---: | --- | ---: |']
+    before = dict((r['context'], r) for r in data['before'])
     after = dict((r['context'], r) for r in data['after'])
-    for r in data['before']:
-        a = after.get(r['context'], {})
-        out.append('| %s | nofile %s, /dev/shm %s MiB | %s | %s | nofile %s, /dev/shm %s MiB | %s |' % (
-            r['context'], r['nofile_soft'], r['shm_size_mib'],
-            ('ok %.1f images/s' % r['images_per_s']) if r['ok'] else
-            '%s ran out: `%s`' % (r['exhausted'] or '?', r['error'].replace('|', '/')),
-            fmt(r['wall_s'], '%.1f'), a.get('nofile_soft'), a.get('shm_size_mib'),
-            fmt(a.get('images_per_s'), '%.1f') if a.get('ok') else 'failed'))
+    for name in data['contexts']:
+        r, a = before.get(name), after.get(name)
+        if r is None:
+            was = ('-', 'did not run', '')
+        else:
+            was = ('nofile %s, /dev/shm %s MiB' % (r['nofile_soft'], r['shm_size_mib']),
+                   ('ok %.1f images/s' % r['images_per_s']) if r['ok'] else
+                   '%s ran out: `%s`' % (r['exhausted'] or '?', r['error'].replace('|', '/')),
+                   fmt(r['wall_s'], '%.1f'))
+        out.append('| %s | %s | %s | %s | %s | %s |' % ((name,) + was + (
+            ('nofile %s, /dev/shm %s MiB' % (a['nofile_soft'], a['shm_size_mib'])) if a else '-',
+            (fmt(a['images_per_s'], '%.1f') if a['ok'] else 'failed') if a else 'did not run')))
     return out
 
 
