@@ -294,7 +294,7 @@ torch-image: wheelhouse
 # after tuning, from the demo's job (benchmarks/job-contexts.md, .json).
 bench-job-contexts:
 	$(MAKE) demo
-	python3 scripts/bench_job_contexts.py build/lab
+	python3 scripts/bench_job_contexts.py $(LAB)
 	$(MAKE) lab-down
 
 # The drift watch on the `watch` scenario's node (node_exporter, Prometheus, a 20 s timer):
@@ -313,38 +313,50 @@ bench-watch: setup
 	molecule destroy -s watch
 
 # The local lab: three node containers, audit before, tune, audit after (README's first command).
-LAB_INVENTORY := $(ROOT)/build/lab/inventory.yml
+# LAB_PREFIX names the lab's containers (PREFIX-1..N) and LAB_DIR holds its inventory, reports,
+# job results and picture (lab/lab.sh, lab/demo_job.sh): `make demo LAB_PREFIX=mine
+# LAB_DIR=/tmp/mine` runs a lab of its own beside another user's on a shared host, and `make
+# lab-down` with the same two removes it. Given on the command line or in the environment;
+# passed to the lab's scripts explicitly (not exported to every target: the suites and the
+# fleet tests pick their own).
+LAB_PREFIX ?= gpufleet-lab
+LAB_DIR ?= $(ROOT)/build/lab
+LAB := $(abspath $(LAB_DIR))
+LAB_ENV = LAB_PREFIX='$(LAB_PREFIX)' LAB_DIR='$(LAB)'
+LAB_INVENTORY = $(LAB)/inventory.yml
+# the lab-down command for this lab: the defaults' need no arguments
+LAB_ARGS = $(if $(filter-out gpufleet-lab,$(LAB_PREFIX)), LAB_PREFIX='$(LAB_PREFIX)')$(if $(filter-out $(ROOT)/build/lab,$(LAB)), LAB_DIR='$(LAB)')
 demo:
 	bash scripts/bootstrap-host.sh
 	$(MAKE) setup
 	$(MAKE) images IMAGES=debian12
 	$(MAKE) torch-image
-	LAB_SLURM_NODES=$${LAB_SLURM_NODES:-1} LAB_K8S_NODES=$${LAB_K8S_NODES:-1} $(MAKE) lab-up
-	lab/demo_job.sh node
-	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/before
-	lab/demo_job.sh before
+	LAB_SLURM_NODES=$${LAB_SLURM_NODES:-1} LAB_K8S_NODES=$${LAB_K8S_NODES:-1} $(MAKE) lab-up$(LAB_ARGS)
+	$(LAB_ENV) lab/demo_job.sh node
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(LAB)/before
+	$(LAB_ENV) lab/demo_job.sh before
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/tune_gpu_nodes.yml --tags limits
-	lab/demo_job.sh after
-	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(ROOT)/build/lab/after
-	@echo; echo "=== before ==="; cat build/lab/before/limits-audit.md
-	@echo; echo "=== after ==="; cat build/lab/after/limits-audit.md
-	@echo; python3 scripts/bench_job_contexts.py --show build/lab
-	@echo; $(BIN)/python scripts/plot_throughput.py build/lab
-	@echo; echo "make lab-down removes the lab"
+	$(LAB_ENV) lab/demo_job.sh after
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/audit_limits.yml -e audit_reports_dir=$(LAB)/after
+	@echo; echo "=== before ==="; cat $(LAB)/before/limits-audit.md
+	@echo; echo "=== after ==="; cat $(LAB)/after/limits-audit.md
+	@echo; python3 scripts/bench_job_contexts.py --show $(LAB)
+	@echo; $(BIN)/python scripts/plot_throughput.py $(LAB)
+	@echo; echo "make lab-down$(LAB_ARGS) removes the lab"
 
 # The README's lab blocks as a new user runs them (scripts/docs_check.py: the blocks marked
 # <!-- run: demo-test -->: make demo, then a second lab as "your own inventory", tuned with the
 # README's three lines), then check the demo's audits, job and plot, and remove the lab.
 demo-test:
 	python3 scripts/docs_check.py run demo-test || { LAB_PREFIX=gpufleet-mine LAB_DIR=$(ROOT)/build/mine lab/lab.sh down; exit 1; }
-	python3 scripts/check_demo.py build/lab
-	$(MAKE) lab-down
+	python3 scripts/check_demo.py $(LAB)
+	$(MAKE) lab-down$(LAB_ARGS)
 
 lab-up: setup
-	lab/lab.sh up
+	$(LAB_ENV) lab/lab.sh up
 
 lab-down:
-	lab/lab.sh down
+	$(LAB_ENV) lab/lab.sh down
 
 clean:
 	rm -rf build tests/output .cache
