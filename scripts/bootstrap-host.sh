@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Make a fresh Debian/Ubuntu machine ready for `make test`: the apt packages the tests need
-# (the Docker engine, debootstrap, make, python3-venv, promtool, a Java runtime) and a running
-# dockerd.
+# Make a fresh Debian/Ubuntu machine ready for `make test` and `make demo`. What it changes on
+# the host (README.md, "Try it", says the same): the apt packages the tests need that are
+# missing (the Docker engine, iptables, debootstrap, make, git, python3-venv, a Java runtime),
+# promtool in /usr/local/bin, the inotify sysctls raised until the next boot (each change
+# printed with the old value), and dockerd started when none runs.
 # Run as root. Python tools are installed by `make` itself, into .venv.
 set -euo pipefail
 
@@ -47,7 +49,11 @@ for pair in fs.inotify.max_user_instances:8192 fs.inotify.max_user_watches:52428
   key=${pair%%:*} want=${pair#*:}
   have=$(sysctl -n "$key" 2>/dev/null || echo 0)
   if [ "$have" -lt "$want" ]; then
-    sysctl -qw "$key=$want" || echo "warning: cannot raise $key ($have); labs above ~16 nodes may not boot" >&2
+    if sysctl -qw "$key=$want"; then
+      echo "raised $key from $have to $want (until the next boot; sysctl -w $key=$have restores it)"
+    else
+      echo "warning: cannot raise $key ($have); labs above ~16 nodes may not boot" >&2
+    fi
   fi
 done
 

@@ -165,3 +165,36 @@ def test_the_readme_links_every_module():
     for name in names:
         assert '`%s`' % name in text, name
     assert '(docs/modules/README.md)' in text
+
+
+def bootstrap_changes():
+    """What scripts/bootstrap-host.sh changes on the host, read from the script: the apt
+    packages it installs, the sysctls it sets with their values, the files it writes outside
+    the checkout."""
+    with open(os.path.join(ROOT, 'scripts', 'bootstrap-host.sh')) as handle:
+        script = handle.read()
+    sysctl = re.compile(r'((?:fs|vm|kernel|net)\.[a-z_.]+):([0-9]+)$')
+    pairs = [pair.split(':', 1) for line in script.splitlines() if line.startswith('for pair in ')
+             for pair in line.split(' in ', 1)[1].split(';')[0].split()]
+    sysctls = [tuple(p) for p in pairs if sysctl.match(':'.join(p))]
+    # for pair in COMMAND:PACKAGE ...: the package that brings a missing command
+    packages = [p[1] for p in pairs if not sysctl.match(':'.join(p))]
+    packages += re.findall(r'need\+=\(([a-z0-9.+-]+)\)', script)
+    packages += re.findall(r'\bjre=([a-z0-9.+-]+)', script)
+    files = re.findall(r'install -m [0-7]+ \S+ (/\S+)', script) + re.findall(r'>(/var/log/\S+)', script)
+    return packages, sysctls, files
+
+
+def test_the_readme_names_every_change_the_bootstrap_makes_on_the_host():
+    packages, sysctls, files = bootstrap_changes()
+    assert 'docker.io' in packages and 'openjdk-17-jre-headless' in packages, packages
+    assert ('fs.inotify.max_user_instances', '8192') in sysctls, sysctls
+    assert '/usr/local/bin/promtool' in files, files
+    with open(os.path.join(ROOT, 'README.md')) as handle:
+        try_it = handle.read().split('\n## Try it\n', 1)[1].split('\n## ', 1)[0]
+    text = ' '.join(try_it.split())
+    missing = [p for p in packages if '`%s`' % p not in text]
+    missing += ['%s to %s' % (key, value) for key, value in sysctls
+                if not re.search(r'`%s`[^.;]* to %s\b' % (re.escape(key), value), text)]
+    missing += [f for f in files if '`%s`' % f not in text and '`%s`' % os.path.dirname(f) not in text]
+    assert missing == [], 'README.md, Try it, does not say what bootstrap-host.sh changes: %s' % missing
