@@ -115,3 +115,22 @@ def test_a_propagated_value_above_slurmds_hard_is_capped_at_it(host, slurmd_npro
     print('ALL, ulimit -Su 7000: srun %s, predicted %s' % (got, want))
     assert got['nproc'] == (str(NPROC[1]), str(NPROC[1]))
     assert want == got, found
+
+
+def test_the_audit_with_the_callers_submit_side_names_each_sides_line(host, slurmd_nproc, module):
+    """limits_audit with slurm_submit_limits: the probe submits from that shell, and the row's
+    source is the prediction's (each side's line), not 'that file does not decide it' (the
+    issue: nproc's source named the drop-in that decides the hard side as not deciding)."""
+    use(host, 'PropagateResourceLimits=ALL')
+    ok, result, _out = module('gpufleet.tuning.limits_audit', dict(
+        profile={'nofile': 16384, 'nproc': 8192}, user='trainer', slurm_submit_limits=SUBMIT))
+    assert ok, result
+    rows = dict((r['item'], r) for r in result['rows'] if r['context'] == 'slurm_job')
+    got = job(host)
+    conf_line = len(host.file(SLURM_CONF).content_string.splitlines())
+    for item, line in (('nofile', 4), ('nproc', 5)):
+        assert tuple(rows[item]['actual'].split(':')) == got[item], (rows[item], got)
+        assert rows[item]['source'] == (
+            "soft: %s:%d PropagateResourceLimits=ALL propagates the submit shell's soft %s %d "
+            '(slurm_submit_limits); hard: %s:%d' % (SLURM_CONF, conf_line, item, SUBMIT[item],
+                                                    DROPIN, line)), rows[item]

@@ -388,10 +388,12 @@ def slurmd_origin(setting, fallback):
 
 def slurmd_soft_origin(item, running, setting, hard_source):
     """What decides slurmd's running soft value: its setting's line, except for nofile when
-    slurmd runs at its hard value and the line says a lower soft one: slurmd raises its soft
-    nofile to its hard one when it starts (``rlimits_use_max_nofile``)."""
+    slurmd runs at the hard value the line sets and the line says a lower soft one: slurmd
+    raises its soft nofile to its hard one when it starts (``rlimits_use_max_nofile``). A
+    setting slurmd does not run with yet (a restart owed) is not taken for that."""
     if (item == 'nofile' and setting and setting.get('soft') is not None
-            and setting['soft'] != running.soft and running.soft == running.hard):
+            and setting.get('hard') == running.hard == running.soft
+            and model.exceeds(running.soft, setting['soft'])):
         return "%s (its hard: slurmd raises its soft nofile to it)" % hard_source
     return hard_source
 

@@ -218,13 +218,22 @@ def test_slurmds_soft_nofile_raised_to_its_hard_is_not_put_on_its_drop_in():
     # slurmd raises its soft nofile to its hard one at start: a drop-in's 1200:1400 runs
     # slurmd (and a job it does not propagate nofile to) at 1400:1400
     report = dict(slurm_conf='/etc/slurm/slurm.conf', error=None, propagated={'nofile': False},
-                  decided_by=None, slurmd={'nofile': {'soft': 1400, 'hard': 1400}},
+                  decided_by=dict(where='/etc/slurm/slurm.conf:12',
+                                  setting='PropagateResourceLimitsExcept=NOFILE'),
+                  slurmd={'nofile': {'soft': 1400, 'hard': 1400}},
                   slurmd_configured={'nofile': {'source': DROPIN, 'line': 3, 'soft': 1200,
                                                 'hard': 1400}})
     found = slurm.CONTEXT.configured(report)['nofile']
     assert (found['soft'], found['hard']) == (1400, 1400)
     assert found['soft_source'].startswith(
         '%s:3 (its hard: slurmd raises its soft nofile to it) (not propagated' % DROPIN)
+    # a drop-in slurmd does not run with yet (its restart owed: 20000 written, 1024 running)
+    # is no sign of that raise
+    report['slurmd'] = {'nofile': {'soft': 1024, 'hard': 1024}}
+    report['slurmd_configured']['nofile'].update(soft=20000, hard=20000)
+    found = slurm.CONTEXT.configured(report)['nofile']
+    assert found['source'] == ('%s:3 (not propagated: /etc/slurm/slurm.conf:12 '
+                               'PropagateResourceLimitsExcept=NOFILE)' % DROPIN)
 
 
 def test_the_probe_submits_from_a_login_with_default_soft_limits_to_this_node_only(
