@@ -66,8 +66,8 @@ def job(host, nofile=1500, nproc=3000):
 def predicted(host, submit):
     found = json.loads(host.check_output('python3 -c %s %s' % (
         quote(PREDICT), quote(json.dumps(submit)))))
-    return dict((item, (str(found[item]['soft']), str(found[item]['hard'])), ) for item in
-                ('nofile', 'nproc')), found
+    return dict((item, (str(found[item]['soft']), str(found[item]['hard'])))
+                for item in ('nofile', 'nproc')), found
 
 
 @pytest.fixture(scope='module')
