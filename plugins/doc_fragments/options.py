@@ -64,6 +64,19 @@ options:
       - The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)), present or
         pullable; without it there is no C(podman) probe.
     type: str
+  slurm_submit_limits:
+    description:
+      - The soft limits of the shell a Slurm job is assumed to be submitted from, for the
+        C(slurm_job) probe and prediction, as item -> value in the profile's grammar (for example
+        C(nofile) 1500 and C(nproc) 3000), for the items Slurm propagates (C(cpu), C(fsize),
+        C(data), C(stack), C(core), C(rss), C(nproc), C(nofile), C(memlock), C(as)). An item not
+        given keeps the kernel's default, as a login shell on a node nobody tuned has it (C(nofile)
+        1024, C(memlock) and C(stack) 8 MiB, C(core) 0, C(nproc) half of C(kernel.threads-max), the
+        rest unlimited). An item slurm.conf propagates is predicted as this value, at most slurmd's
+        hard limit; an item it does not propagate comes from slurmd's running limits
+        (docs/slurm.md).
+    type: dict
+    default: {}
 '''
 
     # limits_profile, limits_restart

@@ -112,12 +112,17 @@ def test_before_the_role_the_audit_says_which_jobs_get_less_and_why(host, module
     assert ok, result
     row = [r for r in result['rows'] if r['context'] == 'slurm_job' and r['item'] == 'nofile'][0]
     assert row['actual'] == '1024:%s' % hard and row['gap'] == 'soft'
+    # issue 39.5: each side names what decides it: slurm.conf (no Propagate line: ALL) the soft
+    # one, from the submit side assumed for every item (the kernel's defaults), slurmd's
+    # drop-in the hard one
     assert row['source'] == (
-        "the submit shell's soft nofile (propagated: %s (no PropagateResourceLimits line: ALL)),"
-        " hard from %s:4" % (SLURM_CONF, DROPIN))
+        "soft: %s (no PropagateResourceLimits line: ALL) propagates the submit shell's soft "
+        "nofile 1024 (the kernel's defaults); hard: %s:4" % (SLURM_CONF, DROPIN))
+    # nproc's default is the kernel's too: half of threads-max
+    nproc = int(host.file('/proc/sys/kernel/threads-max').content_string) // 2
     assert ('jobs take memlock, nofile, nproc from the submitting shell, not from slurmd: a job '
-            'submitted from a shell with the default soft limits (memlock 8MiB, nofile 1024) '
-            'gets those') in out
+            'submitted from a shell with the default soft limits (memlock 8MiB, nofile 1024, '
+            'nproc %d) gets those' % nproc) in out
     assert 'PropagateResourceLimitsExcept=MEMLOCK,NOFILE,NPROC fixes it' in out
 
 

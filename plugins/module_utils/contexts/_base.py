@@ -224,6 +224,10 @@ class Context(object):
         """{item: {soft, hard, source, ...}} its files set, from :meth:`report`."""
         return {}
 
+    def check_probe_params(self, params):
+        """Refuse its probe options that cannot be read (model.LimitError naming the option),
+        before anything runs."""
+
     def predict(self, report):
         """{item: Limit} a new process here would get, worked out from :meth:`report` without
         starting one: the audit's rows when it does not probe (``{}``: no prediction)."""

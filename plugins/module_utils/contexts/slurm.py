@@ -29,20 +29,73 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base imp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar
 
 UNIT = 'slurmd.service'
-# The soft limits of a login shell on a node nobody tuned (kernel defaults: INR_OPEN_CUR,
-# MLOCK_LIMIT since Linux 5.16, _STK_LIM): what a propagated item gives a job.
-SUBMIT_DEFAULTS = {'nofile': 1024, 'memlock': 8 * 1024 * 1024, 'stack': 8 * 1024 * 1024}
+# The submit side the slurm_job context assumes unless the caller gives one
+# (O(slurm_submit_limits)): a login shell on a node nobody tuned, whose soft limits are the
+# kernel's defaults (include/asm-generic/resource.h INIT_RLIMITS: INR_OPEN_CUR, _STK_LIM,
+# MLOCK_LIMIT since Linux 5.16, core 0, the rest unlimited) - every item Slurm propagates
+# alike. nproc has no fixed default: fork_init gives init max_threads/2, which
+# /proc/sys/kernel/threads-max shows (:func:`submit_defaults`).
+KERNEL_SOFT = {'cpu': model.UNLIMITED, 'fsize': model.UNLIMITED, 'data': model.UNLIMITED,
+               'stack': 8 * 1024 * 1024, 'core': 0, 'rss': model.UNLIMITED,
+               'nofile': 1024, 'memlock': 8 * 1024 * 1024, 'as': model.UNLIMITED}
+THREADS_MAX = '/proc/sys/kernel/threads-max'
+# bash's ulimit flag of each item Slurm propagates and the kernel units in one of its steps
+# (bash(1): 1024-byte steps, -t seconds, -n and -u unscaled)
+ULIMIT_FLAG = {'cpu': ('t', 1), 'fsize': ('f', 1024), 'data': ('d', 1024), 'stack': ('s', 1024),
+               'core': ('c', 1024), 'rss': ('m', 1024), 'nproc': ('u', 1), 'nofile': ('n', 1),
+               'memlock': ('l', 1024), 'as': ('v', 1024)}
+DEFAULT_SUBMIT = "the kernel's defaults"
 # A node name that could not be found: the probe is not run (run_probe says why).
 UNRESOLVED = '(unresolved)'
 
 
-def submit_shell(node):
-    """The probe's submit shell: those defaults (ulimit counts KiB for -l and -s), then srun
-    pinned to this host's NodeName (``-w``) that never queues: ``--immediate`` gives up after
-    a few seconds when the node runs jobs, with words :func:`slurm_node.refusal` knows."""
-    return ('ulimit -S -n 1024 2>/dev/null; ulimit -S -l 8192 2>/dev/null; '
-            'ulimit -S -s 8192 2>/dev/null; exec srun --quiet --ntasks=1 -w %s --immediate=%d '
-            '--job-name=gpufleet-probe %s' % (shlex.quote(node), sn.IMMEDIATE, probes.CAT))
+def submit_defaults(threads_max=THREADS_MAX):
+    """{item: soft} of the default submit side (:data:`KERNEL_SOFT`, nproc from
+    ``threads_max``: left out when it cannot be read)."""
+    found = dict(KERNEL_SOFT)
+    try:
+        with open(threads_max) as handle:
+            found['nproc'] = int(handle.read().strip()) // 2
+    except (IOError, OSError, ValueError):
+        pass
+    return found
+
+
+def submit_side(given=None, threads_max=THREADS_MAX):
+    """({item: soft in kernel units}, what it is) of the submit side a job is predicted and
+    probed from: ``given`` (O(slurm_submit_limits): item -> value, the profile's grammar) over
+    :func:`submit_defaults`. model.LimitError naming ``slurm_submit_limits.ITEM`` for an item
+    Slurm does not propagate or a value the model does not read."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
+    side = submit_defaults(threads_max)
+    if not given:
+        return side, DEFAULT_SUBMIT
+    if not isinstance(given, dict):
+        raise model.LimitError('slurm_submit_limits: must be a mapping of item -> soft value')
+    for name, value in sorted(given.items()):
+        where = 'slurm_submit_limits.%s' % name
+        if name not in sc.RLIMIT_OF:
+            raise model.LimitError('%s: Slurm propagates only %s' % (
+                where, ', '.join(item for _name, item in sc.RLIMITS)))
+        side[name] = model.parse_value(name, value, where)
+    return side, 'slurm_submit_limits'
+
+
+def submit_shell(node, side=None):
+    """The probe's submit shell: the submit side's soft limits (``side``: {item: soft}; default
+    :func:`submit_defaults`), then srun pinned to this host's NodeName (``-w``) that never
+    queues: ``--immediate`` gives up after a few seconds when the node runs jobs, with words
+    :func:`slurm_node.refusal` knows. A value above the shell's hard limit stays unset (ulimit
+    cannot raise it)."""
+    side = submit_defaults() if side is None else side
+    words = []
+    for item in sorted(side):
+        flag, step = ULIMIT_FLAG[item]
+        value = side[item]
+        words.append('ulimit -S -%s %s 2>/dev/null; ' % (
+            flag, value if model.is_unlimited(value) else value // step))
+    return ('%sexec srun --quiet --ntasks=1 -w %s --immediate=%d --job-name=gpufleet-probe %s'
+            % (''.join(words), shlex.quote(node), sn.IMMEDIATE, probes.CAT))
 
 
 def leak_text(names, entry, path=rtpaths.SLURM_CONF):
@@ -52,8 +105,9 @@ def leak_text(names, entry, path=rtpaths.SLURM_CONF):
     where = ('%s (%s=%s)' % (entry.where, entry.name, entry.value) if entry is not None
              else '%s sets neither PropagateResourceLimits nor ...Except (default ALL)'
              % path)
-    defaults = ', '.join('%s %s' % (item, model.format_human(item, SUBMIT_DEFAULTS[item]))
-                         for item in names if item in SUBMIT_DEFAULTS)
+    side = submit_defaults()
+    defaults = ', '.join('%s %s' % (item, model.format_human(item, side[item]))
+                         for item in names if item in side)
     return ('%s: jobs take %s from the submitting shell, not from slurmd: a job submitted '
             'from a shell with the default soft limits (%s) gets those, whatever slurmd has; '
             'PropagateResourceLimitsExcept=%s fixes it' % (
@@ -85,6 +139,17 @@ CONF_EDIT = Option(
         "slurmctld host's slurm.conf as the place.",)))
 
 
+SUBMIT = Option('slurm_submit_limits', 'dict', default={}, description=(
+    'The soft limits of the shell a Slurm job is assumed to be submitted from, for the '
+    "C(slurm_job) probe and prediction, as item -> value in the profile's grammar (for "
+    'example C(nofile) 1500 and C(nproc) 3000), for the items Slurm propagates (C(cpu), '
+    'C(fsize), C(data), C(stack), C(core), C(rss), C(nproc), C(nofile), C(memlock), C(as)). '
+    "An item not given keeps the kernel's default, as a login shell on a node nobody tuned "
+    'has it (C(nofile) 1024, C(memlock) and C(stack) 8 MiB, C(core) 0, C(nproc) half of '
+    'C(kernel.threads-max), the rest unlimited). An item slurm.conf propagates is predicted '
+    "as this value, at most slurmd's hard limit; an item it does not propagate comes from "
+    "slurmd's running limits (docs/slurm.md).",))
+
 class Slurm(Context):
     name = 'slurm'
     probe = 'slurm_job'
@@ -92,6 +157,7 @@ class Slurm(Context):
     files = (rtpaths.SLURM_CONF, '/etc/systemd/system/slurmd.service.d/*.conf')
     path = PATH
     options = (CONF_EDIT,)
+    probe_options = (SUBMIT,)
     target = rtpaths.SLURM_CONF
     restart_rank = 2
     fallback = 'slurmd.service (the unit file or the manager default)'
@@ -166,12 +232,16 @@ class Slurm(Context):
             node = sn.this_node(sn.find_conf())
         except sn.NodeError:
             node = UNRESOLVED
-        return ['runuser', '-l', user, '-c', submit_shell(node)]
+        side, _what = submit_side(params.get(SUBMIT.name))
+        return ['runuser', '-l', user, '-c', submit_shell(node, side)]
+
+    def check_probe_params(self, params):
+        submit_side(params.get(SUBMIT.name))
 
     def run_probe(self, prober, user, uid, command):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
         self.require_active(prober, UNIT, 'job')
-        if submit_shell(UNRESOLVED) in command:
+        if ' -w %s ' % shlex.quote(UNRESOLVED) in command[-1]:
             try:
                 sn.this_node(sn.find_conf())
             except sn.NodeError as exc:
@@ -219,9 +289,13 @@ class Slurm(Context):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
         found = sn.find_conf()
         path = found.path or sc.SLURM_CONF
+        try:
+            side, assumed = submit_side(auditor.params.get(SUBMIT.name))
+        except model.LimitError as exc:
+            raise info.InfoError(exc.msg, {})
         report = dict(slurm_conf=path, found_by=found.how, configless=found.configless,
                       propagated={}, decided_by=None, slurmd={}, slurmd_configured={},
-                      error=None)
+                      submit=side, submit_is=assumed, error=None)
         try:
             flags, entry = sc.propagated(sc.parse(path))
         except sc.SlurmConfError as exc:
@@ -248,31 +322,48 @@ class Slurm(Context):
         return report, warnings
 
     def configured(self, report):
-        """What a job submitted from a shell with default soft limits gets, item by item,
-        with where it comes from (the slurmd drop-in line, the slurm.conf line)."""
+        """What a job gets, item by item, by one rule (``ulimits.c``): an item slurm.conf
+        propagates takes the submit side's soft value (``report['submit']``, the same side
+        for every item: :func:`submit_side`), at most slurmd's hard one, and slurmd's hard;
+        an item it does not propagate keeps slurmd's running limits. Each side names what
+        decides it (``soft_source``, ``hard_source``; ``source`` both): slurm.conf's
+        Propagate line for a propagated soft side, slurmd's drop-in line (else its unit or the
+        manager default) for a side slurmd's limits give."""
         if not report or report.get('error'):
             return {}
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
+        side = report.get('submit')
+        if side is None:
+            side = submit_defaults()
+        assumed = report.get('submit_is') or DEFAULT_SUBMIT
         decided = report['decided_by']
         conf = ('%s %s' % (decided['where'], decided['setting']) if decided
                 else '%s (no PropagateResourceLimits line: ALL)' % report['slurm_conf'])
         found = {}
         for item, propagate in report['propagated'].items():
             live = report['slurmd'].get(item)
-            setting = report['slurmd_configured'].get(item) or {}
-            origin = ('%s:%s' % (setting['source'], setting['line'])
-                      if setting.get('source') else 'slurmd.service')
-            if live is None:
+            if live is None or (propagate and side.get(item) is None):
                 continue
             slurmd = model.Limit(live['soft'], live['hard'])
+            hard_source = slurmd_origin(report['slurmd_configured'].get(item), self.fallback)
+            soft_source = slurmd_soft_origin(item, slurmd, report['slurmd_configured'].get(
+                item), hard_source)
             if propagate:
-                got = sc.job_limit(True, slurmd, SUBMIT_DEFAULTS.get(item, live['soft']))
-                source = ('the submit shell\'s soft %s (propagated: %s), hard from %s' % (
-                    item, conf, origin))
+                want = side[item]
+                got = job_limit(slurmd, want)
+                shell = "the submit shell's soft %s %s (%s)" % (
+                    item, model.format_human(item, want), assumed)
+                if got.soft == want:
+                    soft_source = '%s propagates %s' % (conf, shell)
+                else:
+                    soft_source = "%s (slurmd's hard: %s, propagated by %s, is capped at it)" % (
+                        hard_source, shell, conf)
             else:
                 got = slurmd
-                source = '%s (not propagated: %s)' % (origin, conf)
-            found[item] = dict(soft=got.soft, hard=got.hard, source=source)
+                soft_source = '%s (not propagated: %s)' % (soft_source, conf)
+                hard_source = '%s (not propagated: %s)' % (hard_source, conf)
+            found[item] = dict(soft=got.soft, hard=got.hard, soft_source=soft_source,
+                               hard_source=hard_source, source=both_sides(soft_source,
+                                                                         hard_source))
         return found
 
     def predict(self, report):
@@ -280,6 +371,37 @@ class Slurm(Context):
         slurm.conf's propagation): the slurm_job rows of an audit that starts no job."""
         return dict((item, model.Limit(entry['soft'], entry['hard']))
                     for item, entry in self.configured(report).items())
+
+
+def job_limit(slurmd, submit_soft):
+    """What a propagated item gives a job: slurm_conf.job_limit, the one rule."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
+    return sc.job_limit(True, slurmd, submit_soft)
+
+
+def slurmd_origin(setting, fallback):
+    """The file:line of slurmd's unit or drop-in that sets an item, else ``fallback``."""
+    if setting and setting.get('source'):
+        return '%s:%s' % (setting['source'], setting['line'])
+    return fallback
+
+
+def slurmd_soft_origin(item, running, setting, hard_source):
+    """What decides slurmd's running soft value: its setting's line, except for nofile when
+    slurmd runs at the hard value the line sets and the line says a lower soft one: slurmd
+    raises its soft nofile to its hard one when it starts (``rlimits_use_max_nofile``). A
+    setting slurmd does not run with yet (a restart owed) is not taken for that."""
+    if (item == 'nofile' and setting and setting.get('soft') is not None
+            and setting.get('hard') == running.hard == running.soft
+            and model.exceeds(running.soft, setting['soft'])):
+        return "%s (its hard: slurmd raises its soft nofile to it)" % hard_source
+    return hard_source
+
+
+def both_sides(soft, hard):
+    """One source text of a job's two sides: the one text when they are the same, else
+    ``soft: ...; hard: ...`` (the form ci_reports.line_in reads a side's line from)."""
+    return soft if soft == hard else 'soft: %s; hard: %s' % (soft, hard)
 
 
 def configless_refusal(path, leak):

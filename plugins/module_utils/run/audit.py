@@ -338,6 +338,7 @@ def audit(host, params):
             contexts=contexts, user=user, docker_image=params['docker_image'],
             podman_image=params['podman_image'], pod_image=params.get('pod_image'),
             pod_handler=params.get('pod_handler'), cri_client=params.get('cri_client'),
+            slurm_submit_limits=params.get('slurm_submit_limits'),
             run_options=[], units=params['units'],
             expect=profile, baseline=None, timeout=params['timeout'],
             probe_max_age=params.get('probe_max_age') or 0,

@@ -281,6 +281,11 @@ def checked(params):
         image = record.image_option
         if image and record.probe in params['contexts'] and not params[image]:
             raise ProbeFailure('contexts has %s, so %s is required' % (record.probe, image), {})
+        if record.probe in params['contexts']:
+            try:
+                record.check_probe_params(params)
+            except model.LimitError as exc:
+                raise ProbeFailure(exc.msg, {})
     expected = None
     if params['expect'] is not None:
         try:

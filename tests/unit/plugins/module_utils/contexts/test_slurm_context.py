@@ -90,6 +90,109 @@ def test_a_changed_slurm_conf_owes_a_slurmd_restart():
     assert unchanged['units'] == []
 
 
+DROPIN = '/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf'
+# slurmd as the variants below run it: its drop-in's LimitNOFILE (line 3) and LimitNPROC
+# (line 4), nproc with a soft value below its hard one
+SLURMD = {'nofile': {'soft': 20000, 'hard': 20000}, 'nproc': {'soft': 4000, 'hard': 6000}}
+SLURMD_CONFIGURED = {'nofile': {'source': DROPIN, 'line': 3, 'soft': 20000, 'hard': 20000},
+                     'nproc': {'source': DROPIN, 'line': 4, 'soft': 4000, 'hard': 6000}}
+# issue 39.5: the submit shell of `ulimit -Sn 1500; ulimit -Su 3000`, given by the caller
+SUBMIT = {'nofile': 1500, 'nproc': 3000}
+
+
+def variant_report(tmp_path, line, submit=None):
+    """The slurm context's report for slurm.conf with ``line`` (None: no Propagate line), slurmd
+    as SLURMD and the caller's submit side (slurm_submit_limits)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_conf as sc
+    conf = tmp_path / 'slurm.conf'
+    conf.write_text(SITE + (line + '\n' if line else ''))
+    flags, entry = sc.propagated(sc.parse(str(conf)))
+    # what submit_side makes of slurm_submit_limits (kernel units; the other items left out)
+    return dict(slurm_conf=str(conf), error=None, submit=dict(SUBMIT, **(submit or {})),
+                submit_is='slurm_submit_limits',
+                propagated=dict((item, flags[name]) for name, item in sc.RLIMITS),
+                decided_by=entry and dict(where=entry.where,
+                                          setting='%s=%s' % (entry.name, entry.value)),
+                slurmd=SLURMD, slurmd_configured=SLURMD_CONFIGURED)
+
+
+# issue 39.5: one rule for every item. The values were checked against `srun -w NODE` from a
+# shell at `ulimit -Sn 1500; ulimit -Su 3000` on slurm-wlm 22.05.8 (molecule/slurm
+# tests/test_slurm_propagation.py runs the same five variants on a real slurmd).
+@pytest.mark.parametrize('line,nofile,nproc', [
+    ('PropagateResourceLimits=ALL', (1500, 20000), (3000, 6000)),
+    (None, (1500, 20000), (3000, 6000)),
+    ('PropagateResourceLimits=NONE', (20000, 20000), (4000, 6000)),
+    ('PropagateResourceLimits=NOFILE', (1500, 20000), (4000, 6000)),
+    ('PropagateResourceLimitsExcept=NPROC', (1500, 20000), (4000, 6000)),
+    ('PropagateResourceLimitsExcept=NOFILE,NPROC', (20000, 20000), (4000, 6000)),
+])
+def test_a_job_is_predicted_by_one_rule_for_nofile_and_nproc(tmp_path, line, nofile, nproc):
+    report = variant_report(tmp_path, line)
+    found = slurm.CONTEXT.configured(report)
+    assert (found['nofile']['soft'], found['nofile']['hard']) == nofile
+    assert (found['nproc']['soft'], found['nproc']['hard']) == nproc
+    predicted = slurm.CONTEXT.predict(report)
+    assert predicted['nofile'] == model.Limit(*nofile)
+    assert predicted['nproc'] == model.Limit(*nproc)
+    conf = report['slurm_conf']
+    decided = ('%s:3 %s' % (conf, line) if line
+               else '%s (no PropagateResourceLimits line: ALL)' % conf)
+    for item, number, (soft, _hard) in (('nofile', 3, nofile), ('nproc', 4, nproc)):
+        entry = found[item]
+        if report['propagated'][item]:
+            # the soft side from slurm.conf's line, the hard side from slurmd's drop-in
+            assert entry['soft_source'] == (
+                "%s propagates the submit shell's soft %s %d (slurm_submit_limits)"
+                % (decided, item, soft))
+            assert entry['hard_source'] == '%s:%d' % (DROPIN, number)
+            assert entry['source'] == 'soft: %s; hard: %s' % (
+                entry['soft_source'], entry['hard_source'])
+        else:
+            assert entry['source'] == entry['soft_source'] == entry['hard_source'] == (
+                '%s:%d (not propagated: %s)' % (DROPIN, number, decided))
+
+
+def test_a_propagated_value_above_slurmds_hard_is_capped_at_it(tmp_path):
+    # measured on slurm-wlm 22.05.8: slurmd at nproc 4000:6000, a shell at ulimit -Su 7000
+    # runs jobs at 6000:6000
+    report = variant_report(tmp_path, 'PropagateResourceLimits=ALL', {'nproc': 7000})
+    found = slurm.CONTEXT.configured(report)
+    assert (found['nproc']['soft'], found['nproc']['hard']) == (6000, 6000)
+    assert (found['nofile']['soft'], found['nofile']['hard']) == (1500, 20000)
+    assert found['nproc']['soft_source'] == (
+        "%s:4 (slurmd's hard: the submit shell's soft nproc 7000 (slurm_submit_limits), "
+        'propagated by %s:3 PropagateResourceLimits=ALL, is capped at it)'
+        % (DROPIN, report['slurm_conf']))
+
+
+def test_the_default_submit_side_is_the_kernels_for_every_item(tmp_path):
+    threads = tmp_path / 'threads-max'
+    threads.write_text('192735\n')
+    side, what = slurm.submit_side(None, threads_max=str(threads))
+    assert what == "the kernel's defaults"
+    assert side == {'cpu': 'unlimited', 'fsize': 'unlimited', 'data': 'unlimited',
+                    'stack': 8388608, 'core': 0, 'rss': 'unlimited', 'nproc': 96367,
+                    'nofile': 1024, 'memlock': 8388608, 'as': 'unlimited'}
+    given, what = slurm.submit_side({'nofile': 1500, 'memlock': '64MiB'},
+                                    threads_max=str(threads))
+    assert what == 'slurm_submit_limits'
+    # the items the caller does not give keep the kernel's defaults
+    assert given == dict(side, nofile=1500, memlock=64 * 1024 * 1024)
+
+
+@pytest.mark.parametrize('given,said', [
+    ({'pids': 10}, 'slurm_submit_limits.pids: Slurm propagates only cpu, fsize,'),
+    ({'nice': 10}, 'slurm_submit_limits.nice: Slurm propagates only'),
+    ({'nofile': 'lots'}, 'slurm_submit_limits.nofile'),
+    (['nofile'], 'slurm_submit_limits: must be a mapping'),
+])
+def test_a_submit_side_that_cannot_be_read_is_refused_naming_the_field(given, said):
+    with pytest.raises(model.LimitError) as info:
+        slurm.CONTEXT.check_probe_params({'slurm_submit_limits': given})
+    assert info.value.msg.startswith(said), info.value.msg
+
+
 def test_configured_is_what_a_job_from_a_default_shell_gets():
     report = dict(
         slurm_conf='/etc/slurm/slurm.conf', error=None,
@@ -102,27 +205,59 @@ def test_configured_is_what_a_job_from_a_default_shell_gets():
     found = slurm.CONTEXT.configured(report)
     assert (found['nofile']['soft'], found['nofile']['hard']) == (1024, 16384)
     assert found['nofile']['source'] == (
-        "the submit shell's soft nofile (propagated: /etc/slurm/slurm.conf:7 "
-        "PropagateResourceLimitsExcept=NPROC), hard from /etc/systemd/system/slurmd.service.d/"
-        "x.conf:4")
+        "soft: /etc/slurm/slurm.conf:7 PropagateResourceLimitsExcept=NPROC propagates the submit "
+        "shell's soft nofile 1024 (the kernel's defaults); hard: "
+        "/etc/systemd/system/slurmd.service.d/x.conf:4")
     assert (found['nproc']['soft'], found['nproc']['hard']) == (8192, 8192)
     assert found['nproc']['source'] == (
-        'slurmd.service (not propagated: /etc/slurm/slurm.conf:7 '
-        'PropagateResourceLimitsExcept=NPROC)')
+        'slurmd.service (the unit file or the manager default) (not propagated: '
+        '/etc/slurm/slurm.conf:7 PropagateResourceLimitsExcept=NPROC)')
+
+
+def test_slurmds_soft_nofile_raised_to_its_hard_is_not_put_on_its_drop_in():
+    # slurmd raises its soft nofile to its hard one at start: a drop-in's 1200:1400 runs
+    # slurmd (and a job it does not propagate nofile to) at 1400:1400
+    report = dict(slurm_conf='/etc/slurm/slurm.conf', error=None, propagated={'nofile': False},
+                  decided_by=dict(where='/etc/slurm/slurm.conf:12',
+                                  setting='PropagateResourceLimitsExcept=NOFILE'),
+                  slurmd={'nofile': {'soft': 1400, 'hard': 1400}},
+                  slurmd_configured={'nofile': {'source': DROPIN, 'line': 3, 'soft': 1200,
+                                                'hard': 1400}})
+    found = slurm.CONTEXT.configured(report)['nofile']
+    assert (found['soft'], found['hard']) == (1400, 1400)
+    assert found['soft_source'].startswith(
+        '%s:3 (its hard: slurmd raises its soft nofile to it) (not propagated' % DROPIN)
+    # a drop-in slurmd does not run with yet (its restart owed: 20000 written, 1024 running)
+    # is no sign of that raise
+    report['slurmd'] = {'nofile': {'soft': 1024, 'hard': 1024}}
+    report['slurmd_configured']['nofile'].update(soft=20000, hard=20000)
+    found = slurm.CONTEXT.configured(report)['nofile']
+    assert found['source'] == ('%s:3 (not propagated: /etc/slurm/slurm.conf:12 '
+                               'PropagateResourceLimitsExcept=NOFILE)' % DROPIN)
 
 
 def test_the_probe_submits_from_a_login_with_default_soft_limits_to_this_node_only(
         monkeypatch):
     monkeypatch.setattr(slurm.sn, 'find_conf', lambda: 'found')
     monkeypatch.setattr(slurm.sn, 'this_node', lambda found: 'gpu2' if found == 'found' else None)
+    monkeypatch.setattr(slurm, 'submit_defaults',
+                        lambda threads_max=None: dict(slurm.KERNEL_SOFT, nproc=96367))
     command = slurm.CONTEXT.probe_command('trainer', 1001, {})
     assert command[:4] == ['runuser', '-l', 'trainer', '-c']
-    assert command[4].startswith('ulimit -S -n 1024 2>/dev/null; ')
+    assert command[4].startswith(
+        'ulimit -S -v unlimited 2>/dev/null; ulimit -S -c 0 2>/dev/null; ulimit -S -t '
+        'unlimited 2>/dev/null; ulimit -S -d unlimited 2>/dev/null; ulimit -S -f unlimited '
+        '2>/dev/null; ulimit -S -l 8192 2>/dev/null; ulimit -S -n 1024 2>/dev/null; ulimit -S -u '
+        '96367 2>/dev/null; ulimit -S -m unlimited 2>/dev/null; ulimit -S -s 8192 2>/dev/null; ')
     assert command[4].endswith('exec srun --quiet --ntasks=1 -w gpu2 --immediate=5 '
                                '--job-name=gpufleet-probe cat /proc/self/limits')
     assert shlex.split(command[4])[-9:-1] == [
         'srun', '--quiet', '--ntasks=1', '-w', 'gpu2', '--immediate=5',
         '--job-name=gpufleet-probe', 'cat']
+    # the caller's submit side, every item alike
+    given = slurm.CONTEXT.probe_command('trainer', 1001, {'slurm_submit_limits': SUBMIT})
+    assert 'ulimit -S -n 1500 2>/dev/null; ' in given[4]
+    assert 'ulimit -S -u 3000 2>/dev/null; ' in given[4]
 
 
 class FakeProber(object):
