@@ -19,8 +19,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 import re
+import stat
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
@@ -308,6 +310,8 @@ class Line(object):
 class LimitsFile(object):
     def __init__(self, path, text, pam_version=None):
         self.path = path
+        #: why pam_limits reads no line from this entry (a directory), or None
+        self.problem = None
         self.lines = [Line(raw, n + 1, path, pam_version)
                       for n, raw in enumerate(split_lines(text))]
 
@@ -335,24 +339,115 @@ def format_line(domain, ltype, item, value):
 
 def pam_order(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, extra=None):
     """The files pam_limits reads, in its order: limits.conf, then limits.d/*.conf sorted by
-    name (C locale). ``extra`` (a path that will exist after a write) is included."""
+    name (C locale): glob(3)'s ``*.conf``, so any entry (a link, a directory) but no name
+    starting with ``.``. ``extra`` (a path that will exist after a write) is included."""
     paths = [limits_conf]
     names = set()
     if os.path.isdir(limits_dir):
-        names.update(name for name in os.listdir(limits_dir) if name.endswith('.conf'))
+        names.update(name for name in os.listdir(limits_dir)
+                     if name.endswith('.conf') and not name.startswith('.'))
     if extra and os.path.dirname(extra) == limits_dir.rstrip('/') and extra.endswith('.conf'):
         names.add(os.path.basename(extra))
     paths.extend(os.path.join(limits_dir, name) for name in sorted(names, key=text_codec.encode_text))
     return paths
 
 
+# Linux-PAM 1.5.3 and later skip a limits file fopen() finds missing (ENOENT: a dangling
+# link); earlier ones (Debian 11 and 12: 1.4.0, 1.5.2) fail the session on it, as every version
+# does on any other file it cannot open (parse_config_file returns PAM_SERVICE_ERR).
+PAM_SKIPS_MISSING = (1, 5, 3)
+FAILS = 'fails'
+EMPTY = 'empty'
+SESSIONS = 'su, sudo, runuser, ssh logins, the start of a user manager (user@UID.service)'
+
+
+class SessionBreaker(IOError):
+    """A limits file that pam_limits cannot open, so that every session that runs pam_limits
+    fails to open: ``path``, ``reason`` (what it is, a clause after the path) and ``fix``."""
+
+    def __init__(self, path, reason, fix):
+        self.path = path
+        self.reason = reason
+        self.fix = fix
+        IOError.__init__(self, '%s %s, so every session that runs pam_limits already fails to '
+                               'open (%s). %s' % (path, reason, SESSIONS, fix))
+
+
+def _skips_missing(pam_version):
+    return pam_version is not None and tuple(pam_version) >= PAM_SKIPS_MISSING
+
+
+def _version_text(pam_version):
+    if pam_version is None:
+        return 'Linux-PAM before 1.5.3 (this node\'s version is unknown)'
+    return 'Linux-PAM %s' % '.'.join(str(part) for part in pam_version)
+
+
+def entry_problem(path, pam_version=None, limits_conf=None):
+    """What pam_limits does with ``path`` when it is not a plain readable file, as
+    parse_config_file's fopen(path, "r") and fgets do: None (a file, or nothing there that it
+    reads), (FAILS, reason, fix) when it cannot open it and fails every session, or (EMPTY,
+    reason, fix) when it opens it and reads no line (a directory: fopen succeeds, reading
+    fails). ``limits_conf`` (given) missing fails sessions before Linux-PAM 1.5.3 too.
+    ``reason`` is a clause that follows the path (``is a directory: ...``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            return (FAILS, 'cannot be opened (%s): pam_limits fails the session then'
+                    % os.strerror(exc.errno), 'Remove it (rm %s) or make it a file' % path)
+        if _skips_missing(pam_version):
+            return None
+        if os.path.islink(path):
+            return (FAILS, 'is a symbolic link to %s, which does not exist: pam_limits cannot '
+                           'open it, and %s fails the session then (1.5.3 and later skip it)'
+                    % (os.readlink(path), _version_text(pam_version)),
+                    'Remove the link (rm %s) or point it at a limits file' % path)
+        if limits_conf and os.path.abspath(path) == os.path.abspath(limits_conf):
+            return (FAILS, 'is missing: %s fails the session then (1.5.3 and later go on '
+                           'without it)' % _version_text(pam_version),
+                    'Put it back (an empty file will do)')
+        return None
+    if stat.S_ISDIR(mode):
+        return (EMPTY, 'is a directory: pam_limits opens it and reads no line from it',
+                'remove it or rename it without .conf')
+    if stat.S_ISFIFO(mode):
+        return (FAILS, 'is a FIFO: pam_limits waits on it for a writer, so the session hangs',
+                'Remove it (rm %s)' % path)
+    if stat.S_ISSOCK(mode):
+        return (FAILS, 'is a socket: pam_limits cannot open it and fails the session',
+                'Remove it (rm %s)' % path)
+    return None
+
+
+def session_failures(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, pam_version=None):
+    """The files pam_limits reads (pam_order) that make every session that runs it fail:
+    [SessionBreaker], in pam_limits' order ([] on a node whose sessions can open)."""
+    found = []
+    for path in pam_order(limits_conf, limits_dir):
+        problem = entry_problem(path, pam_version, limits_conf)
+        if problem is not None and problem[0] == FAILS:
+            found.append(SessionBreaker(path, problem[1], problem[2]))
+    return found
+
+
 def read_file(path, pam_version=None):
-    """Parsed LimitsFile, or None when the file does not exist. ``pam_version``: see parse."""
+    """Parsed LimitsFile, or None when the file does not exist (or pam_limits skips it: a
+    dangling link from Linux-PAM 1.5.3 on). ``pam_version``: see parse. Raises SessionBreaker
+    for a file pam_limits cannot open (entry_problem); a directory is read as pam_limits reads
+    it, no line, with ``problem`` saying so."""
+    problem = entry_problem(path, pam_version)
+    if problem is not None and problem[0] == FAILS:
+        raise SessionBreaker(path, problem[1], problem[2])
+    if problem is not None:
+        parsed = parse('', path, pam_version)
+        parsed.problem = '%s (%s)' % (problem[1], problem[2])  # shown after the path
+        return parsed
     try:
         with open(path, 'rb') as handle:
             return parse(text_codec.decode_bytes(handle.read()), path, pam_version)
     except (IOError, OSError) as exc:
-        if getattr(exc, 'errno', None) == 2:
+        if getattr(exc, 'errno', None) == errno.ENOENT:
             return None
         raise
 
