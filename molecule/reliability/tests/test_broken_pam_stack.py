@@ -50,6 +50,11 @@ def test_a_dangling_limits_link_is_refused_before_any_restart_and_the_audit_says
             # nothing restarted: the user manager, dockerd, logind and the unit kept their PIDs
             assert services(host) == running
             assert output(host, 'systemctl is-active user@1001.service').strip() == 'active'
+        # limits_restart (the role's handler) does not restart a user manager into it either
+        ok, result, printed = run_module(host, 'gpufleet.tuning.limits_restart',
+                                         {'user_managers': ['user@1001.service']})
+        assert not ok and result['msg'].startswith('user_managers: %s is a symbolic link' % LINK)
+        assert result['done'] == [] and services(host) == running, printed[-3000:]
         diff = snapshot_diff(before, snapshot(host))
         assert diff == {'changed': [], 'removed': [], 'new': [LINK, DIRECTORY]}, diff
 
