@@ -33,7 +33,7 @@ description:
     the module, the caller repairs it.
   - The units of O(user_managers) (C(user@UID.service)) are restarted by one C(systemctl
     restart) (systemd runs the jobs at the same time); a failure fails the module.
-  - A user manager starts in a PAM session: on a node where every session that runs pam_limits
+  - A user manager starts in a PAM session, so on a node where every session that runs pam_limits
     already fails (a C(limits.d/*.conf) entry it cannot open, such as a dangling link before
     Linux-PAM 1.5.3), O(user_managers) is refused before any step, naming the file, instead of
     leaving the managers down.

@@ -114,7 +114,7 @@ session_errors:
   description:
     - The entries pam_limits reads that it cannot open, so that every session that runs
       pam_limits (su, sudo, runuser, ssh, a user manager's start) already fails to open, with
-      C(path) and C(msg) (what it is and how to fix it): a dangling symbolic link named
+      C(path) and C(msg) (what it is and how to fix it), such as a dangling symbolic link named
       C(*.conf) in O(limits_dir) (Linux-PAM before 1.5.3), a link loop, a FIFO or a socket,
       or a missing O(limits_conf) (before 1.5.3). Each is also a warning; their lines are not
       in RV(files).
