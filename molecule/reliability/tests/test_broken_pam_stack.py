@@ -55,6 +55,12 @@ def test_a_dangling_limits_link_is_refused_before_any_restart_and_the_audit_says
                                          {'user_managers': ['user@1001.service']})
         assert not ok and result['msg'].startswith('user_managers: %s is a symbolic link' % LINK)
         assert result['done'] == [] and services(host) == running, printed[-3000:]
+        # nor the undo that restarts
+        ok, result, printed = run_module(host, 'gpufleet.tuning.limits_profile',
+                                         {'state': 'absent', 'restart': True})
+        assert not ok and result['msg'].startswith('pam: %s is a symbolic link' % LINK), \
+            printed[-3000:]
+        assert services(host) == running
         diff = snapshot_diff(before, snapshot(host))
         assert diff == {'changed': [], 'removed': [], 'new': [LINK, DIRECTORY]}, diff
 

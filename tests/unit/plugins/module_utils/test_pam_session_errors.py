@@ -121,8 +121,8 @@ def test_the_audit_reports_a_broken_node(layout, monkeypatch):
     report = info.pam_report(dict(user=None, limits_conf=limits_conf, limits_dir=limits_d,
                                   root_wildcards='false'))
     # the other files are still read; the broken one is a problem of the login context
-    assert [f['path'] for f in report['files']] == [limits_conf,
-                                                   os.path.join(limits_d, '10-site.conf')]
+    read = [f['path'] for f in report['files']]
+    assert read == [limits_conf, os.path.join(limits_d, '10-site.conf')]
     [problem] = pam_context.CONTEXT.problems(report)
     assert problem['source'] == link and problem['state'] == 'broken'
     assert problem['msg'].startswith(link + ' is a symbolic link')
