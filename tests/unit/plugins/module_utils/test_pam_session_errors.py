@@ -48,6 +48,11 @@ def test_a_dangling_link_fails_every_session_before_pam_1_5_3(layout):
     assert raised.value.path == link
     # version unknown: read as before 1.5.3 (a refusal, not a restart into a failed session)
     assert [e.path for e in conf.session_failures(limits_conf, limits_d, None)] == [link]
+    # the pam_limits module refuses to plan on it, naming it (it read it as absent before)
+    with pytest.raises(changes.Failure) as refused:
+        plan.plan_entries([], os.path.join(limits_d, '90-gpufleet-tuning.conf'),
+                          limits_conf=limits_conf, limits_dir=limits_d, pam_version=DEBIAN_12)
+    assert refused.value.msg.startswith(link + ' is a symbolic link')
     # Linux-PAM 1.5.3 and later skip it: nothing breaks, the file reads as absent
     assert conf.session_failures(limits_conf, limits_d, DEBIAN_13) == []
     assert conf.read_file(link, DEBIAN_13) is None
