@@ -33,6 +33,10 @@ description:
     the module, the caller repairs it.
   - The units of O(user_managers) (C(user@UID.service)) are restarted by one C(systemctl
     restart) (systemd runs the jobs at the same time); a failure fails the module.
+  - A user manager starts in a PAM session, so on a node where every session that runs pam_limits
+    already fails (a C(limits.d/*.conf) entry it cannot open, such as a dangling link before
+    Linux-PAM 1.5.3), O(user_managers) is refused before any step, naming the file, instead of
+    leaving the managers down.
   - The steps run through the collection's restart engine, as the restarts of
     M(gpufleet.tuning.limits_profile), M(gpufleet.tuning.containerd_base_spec) and
     M(gpufleet.tuning.crio_ulimits) do.
@@ -168,16 +172,28 @@ verified:
            regressions: [], errors: [], table: ''}
 '''
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
 
 # The options limits_profile shares (its restart's checks), composed here and documented by
 # scripts/gen_option_docs.py.
 OPTIONS = (opts.RESTART_CHECKS,)
+
+
+def session_errors(module):
+    """The limits files that make every PAM session that runs pam_limits fail here (a user
+    manager's among them): pam_limits_conf.session_failures, as the node's Linux-PAM reads."""
+    if not os.path.isdir(os.path.dirname(conf.LIMITS_CONF)):
+        return []
+    return conf.session_failures(conf.LIMITS_CONF, conf.LIMITS_DIR, versions.pam_version(module))
 
 
 def main():
@@ -202,6 +218,11 @@ def main():
             verify = effective.validated(module.params['verify'], 'verify')
         except effective.ProbeFailure as exc:
             module.fail_json(msg=exc.msg, **result)
+    if module.params['user_managers']:
+        broken = session_errors(module)
+        if broken:
+            module.fail_json(msg='user_managers: %s (nothing restarted)'
+                             % '; '.join(str(exc) for exc in broken), **result)
     if module._diff:
         steps_text = ''.join('%s\n' % restarts.describe(step) for step in planned)
         result['diff'] = dict(before='', after=steps_text)

@@ -110,6 +110,30 @@ root_wildcards:
   description: Whether C(*) and C(@name) lines were applied to root.
   returned: always
   type: bool
+session_errors:
+  description:
+    - The entries pam_limits reads that it cannot open, so that every session that runs
+      pam_limits (su, sudo, runuser, ssh, a user manager's start) already fails to open, with
+      C(path) and C(msg) (what it is and how to fix it), such as a dangling symbolic link named
+      C(*.conf) in O(limits_dir) (Linux-PAM before 1.5.3), a link loop, a FIFO or a socket,
+      or a missing O(limits_conf) (before 1.5.3). Each is also a warning; their lines are not
+      in RV(files).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /etc/security/limits.d/50-site.conf,
+            msg: "/etc/security/limits.d/50-site.conf is a symbolic link to /nonexistent, which
+                  does not exist: pam_limits cannot open it, and Linux-PAM 1.5.2 fails the
+                  session then (1.5.3 and later skip it), so every session that runs pam_limits
+                  already fails to open (...). Remove the link (rm ...) or point it at a limits
+                  file"}]
+unread:
+  description:
+    - The C(*.conf) entries pam_limits opens and reads no line from (a directory), with C(path)
+      and C(msg); each is also a warning.
+  returned: always
+  type: list
+  elements: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -132,6 +156,8 @@ def main():
         result = info.pam_report(module.params, module)
     except info.InfoError as exc:
         module.fail_json(msg=exc.msg, **exc.result)
+    for found in result['session_errors'] + result['unread']:
+        module.warn(found['msg'])
     module.exit_json(**result)
 
 

@@ -106,7 +106,14 @@ class Pam(Context):
                                       limits_dir=LIMITS_DIR, root_wildcards='auto'),
                                  auditor.host)
         return report, ['%s: pam_limits reads only *.conf in %s, so no line of this file applies'
-                        % (path, LIMITS_DIR) for path in report.get('ignored') or []]
+                        % (path, LIMITS_DIR) for path in report.get('ignored') or []] + [
+                            found['msg'] for found in report.get('unread') or []]
+
+    def problems(self, report):
+        """The limits files pam_limits cannot open (pam_limits_conf.session_failures): every
+        session that runs it fails, the node is broken."""
+        return [dict(source=found['path'], msg=found['msg'], state='broken')
+                for found in (report or {}).get('session_errors') or []]
 
     def audit_probe(self, report, auditor):
         return True
@@ -119,6 +126,16 @@ def pam_version(request, host):
     """The node's Linux-PAM version, read once a call (a parse of dpkg's status file)."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
     return request.read('pam_version', lambda: versions.pam_version(host))
+
+
+def session_errors(request, host):
+    """The limits files that make every session that runs pam_limits fail now
+    (pam_limits_conf.session_failures, as the node's Linux-PAM reads them), [SessionBreaker]."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
+        pam_limits_conf as conf)
+    if not os.path.isdir(os.path.dirname(LIMITS_CONF)):
+        return []
+    return conf.session_failures(LIMITS_CONF, LIMITS_DIR, pam_version(request, host))
 
 
 def root_wildcards():

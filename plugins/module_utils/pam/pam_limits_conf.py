@@ -19,11 +19,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 import re
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import text_codec
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import limits_entries as entries
 
 # Domain classes, ordered as pam_limits' LIMITS_DEF_* (lower wins).
 CLASS_USER = 0
@@ -308,6 +310,8 @@ class Line(object):
 class LimitsFile(object):
     def __init__(self, path, text, pam_version=None):
         self.path = path
+        #: why pam_limits reads no line from this entry (a directory), or None
+        self.problem = None
         self.lines = [Line(raw, n + 1, path, pam_version)
                       for n, raw in enumerate(split_lines(text))]
 
@@ -335,24 +339,53 @@ def format_line(domain, ltype, item, value):
 
 def pam_order(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, extra=None):
     """The files pam_limits reads, in its order: limits.conf, then limits.d/*.conf sorted by
-    name (C locale). ``extra`` (a path that will exist after a write) is included."""
+    name (C locale): glob(3)'s ``*.conf``, so any entry (a link, a directory) but no name
+    starting with ``.``. ``extra`` (a path that will exist after a write) is included."""
     paths = [limits_conf]
     names = set()
     if os.path.isdir(limits_dir):
-        names.update(name for name in os.listdir(limits_dir) if name.endswith('.conf'))
+        names.update(name for name in os.listdir(limits_dir)
+                     if name.endswith('.conf') and not name.startswith('.'))
     if extra and os.path.dirname(extra) == limits_dir.rstrip('/') and extra.endswith('.conf'):
         names.add(os.path.basename(extra))
     paths.extend(os.path.join(limits_dir, name) for name in sorted(names, key=text_codec.encode_text))
     return paths
 
 
+# What pam_limits does with an entry it cannot read as a file (pam/limits_entries.py).
+SessionBreaker = entries.SessionBreaker
+FAILS, EMPTY = entries.FAILS, entries.EMPTY
+entry_problem = entries.entry_problem
+
+
+def session_failures(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, pam_version=None):
+    """The files pam_limits reads (pam_order) that make every session that runs it fail:
+    [SessionBreaker], in pam_limits' order ([] on a node whose sessions can open)."""
+    found = []
+    for path in pam_order(limits_conf, limits_dir):
+        problem = entry_problem(path, pam_version, limits_conf)
+        if problem is not None and problem[0] == FAILS:
+            found.append(SessionBreaker(path, problem[1], problem[2]))
+    return found
+
+
 def read_file(path, pam_version=None):
-    """Parsed LimitsFile, or None when the file does not exist. ``pam_version``: see parse."""
+    """Parsed LimitsFile, or None when the file does not exist (or pam_limits skips it: a
+    dangling link from Linux-PAM 1.5.3 on). ``pam_version``: see parse. Raises SessionBreaker
+    for a file pam_limits cannot open (entry_problem); a directory is read as pam_limits reads
+    it, no line, with ``problem`` saying so."""
+    problem = entry_problem(path, pam_version)
+    if problem is not None and problem[0] == FAILS:
+        raise SessionBreaker(path, problem[1], problem[2])
+    if problem is not None:
+        parsed = parse('', path, pam_version)
+        parsed.problem = '%s (%s)' % (problem[1], problem[2])  # shown after the path
+        return parsed
     try:
         with open(path, 'rb') as handle:
             return parse(text_codec.decode_bytes(handle.read()), path, pam_version)
     except (IOError, OSError) as exc:
-        if getattr(exc, 'errno', None) == 2:
+        if getattr(exc, 'errno', None) == errno.ENOENT:
             return None
         raise
 

@@ -450,6 +450,7 @@ def plan_entries(entries, path, state='present', exclusive=False, on_conflict='f
     for limits_file in files:
         result['invalid'].extend(line.as_dict() for line in limits_file.invalid())
     warnings.extend('%s:%s: %s' % (r['path'], r['line'], r['problem']) for r in result['invalid'])
+    warnings.extend('%s %s' % (f.path, f.problem) for f in files if f.problem)
 
     if state == 'present':
         replaced = []

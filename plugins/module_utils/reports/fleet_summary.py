@@ -201,7 +201,7 @@ def build(hosts, limit=12):
     many hosts they hold; ``reused``: the contexts whose rows came from an earlier probe
     (limits_audit's probe_max_age), with the oldest proof's time."""
     hosts = hosts or {}
-    items, probed, unaudited, unprobed, reused = {}, {}, {}, {}, {}
+    items, probed, unaudited, unprobed, reused, broken = {}, {}, {}, {}, {}, {}
     short_hosts = set()
     for host, report in hosts.items():
         report = report or {}
@@ -212,6 +212,11 @@ def build(hosts, limit=12):
                 key = (status, kind, normalise_for(message, host) if kind == 'other' else '')
                 unaudited.setdefault(key, []).append((host, message))
             continue
+        for problem in report.get('problems') or []:
+            # what stops a context (a limits file every session fails on): the host is broken
+            message = str(problem.get('msg', ''))
+            key = (str(problem.get('context', '?')), normalise_for(message, host))
+            broken.setdefault(key, []).append((host, message))
         for error in report.get('errors') or []:
             message = str(error.get('msg', ''))
             key = (str(error.get('context', '?')), normalise_for(message, host))
@@ -241,6 +246,11 @@ def build(hosts, limit=12):
         hosts=len(hosts),
         audited=len(hosts) - len(set(h for found in unaudited.values() for h, _m in found)),
         short_hosts=len(short_hosts),
+        broken_hosts=len(set(h for found in broken.values() for h, _m in found)),
+        broken=sorted((dict(context=context, why=_first(found)[1], count=len(found),
+                            hosts=fold_hosts([h for h, _m in found], limit))
+                       for (context, _n), found in broken.items()),
+                      key=lambda g: (-g['count'], g['context'], g['why'])),
         items=out_items,
         unaudited=sorted((_unaudited_group(status, kind, found, limit)
                           for (status, kind, _n), found in unaudited.items()),
@@ -259,6 +269,8 @@ def lines(summary, markdown=False):
     out = []
     head = '%d hosts, %d audited, %d short of the profile somewhere' % (
         summary['hosts'], summary['audited'], summary['short_hosts'])
+    if summary.get('broken_hosts'):
+        head += ', %d broken' % summary['broken_hosts']
     if markdown:
         out += ['## Fleet summary', '', head + '.', '']
     else:
@@ -268,7 +280,12 @@ def lines(summary, markdown=False):
                 'container\'s limits changed since; audit_probe_max_age=0 starts new ones): %s'
                 % (group['context'], group['count'], group['oldest'], group['hosts']))
         out += ['- ' + text, ''] if markdown else [text]
-    if not summary['items'] and not summary['unaudited'] and not summary['unprobed']:
+    for group in summary.get('broken') or []:
+        text = '%s problem on %d hosts (broken): %s: %s' % (
+            group['context'], group['count'], example(group['why']), group['hosts'])
+        out += ['- ' + text, ''] if markdown else [text]
+    if not summary['items'] and not summary['unaudited'] and not summary['unprobed'] \
+            and not summary.get('broken'):
         out.append('every audited host meets the profile in every probed context')
         return out
     if summary['items'] and markdown:

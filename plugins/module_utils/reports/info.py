@@ -76,13 +76,21 @@ def pam_report(params, host=None):
     result = dict(changed=False, files=[], invalid=[], root_wildcards=root_wildcards,
                   pam_version=versions.format_version(pam_version) if pam_version else None)
     files = []
+    # the files that make every session fail are reported (the audit's problems), the
+    # others read as pam_limits reads them
+    broken = conf.session_failures(params['limits_conf'], params['limits_dir'], pam_version)
+    result['session_errors'] = [dict(path=exc.path, msg=str(exc)) for exc in broken]
     try:
         for path in conf.pam_order(params['limits_conf'], params['limits_dir']):
+            if path in [exc.path for exc in broken]:
+                continue
             parsed = conf.read_file(path, pam_version)
             if parsed is not None:
                 files.append(parsed)
     except (IOError, OSError) as exc:
         raise InfoError('cannot read limits files: %s' % exc, result)
+    result['unread'] = [dict(path=f.path, msg='%s %s' % (f.path, f.problem))
+                        for f in files if f.problem]
     result['ignored'] = ignored_limits_files(params['limits_dir'])
     for limits_file in files:
         result['files'].append(dict(path=limits_file.path, entries=[

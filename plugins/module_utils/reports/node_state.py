@@ -9,8 +9,10 @@ One evaluation: everything here is derived from the audit result the metrics com
 (:func:`verdict`), with no judgement of its own. A context is ``short`` when the audit has a
 gap for it (``gaps``, a pids row with a gap, for the kernel a ceiling with a gap > 0, the same
 rows that make ``gpufleet_limits_compliant`` 0 and ``gpufleet_limits_sysctl_gap`` > 0),
-``unknown`` when its probe failed or is pending, else ``ok``. The node is ``short`` when any
-context or ceiling is, ``unknown`` when the audit did not run, else ``ok``: a failed probe
+``unknown`` when its probe failed or is pending, ``broken`` when the audit has a problem for
+it (``problems``: a limits file every session fails on), else ``ok``. The node is ``broken``
+when any context is (NPD NonOK, label false), else ``short`` when any context or ceiling is,
+``unknown`` when the audit did not run, else ``ok``: a failed probe
 leaves its context unknown and is named in the message, but does not make the node unknown,
 as in the alert rules (a gap is a warning, a failed probe information): root's user manager
 comes and goes with sessions, and a node label must not flap with it.
@@ -41,11 +43,11 @@ import time
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import component_versions as cv
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import textfile_metrics as tm
 
-OK, SHORT, UNKNOWN = 'ok', 'short', 'unknown'
+OK, SHORT, UNKNOWN, BROKEN = 'ok', 'short', 'unknown', 'broken'
 #: NPD plugin exit status per node verdict
-EXIT = {OK: 0, SHORT: 1, UNKNOWN: 2}
+EXIT = {OK: 0, SHORT: 1, UNKNOWN: 2, BROKEN: 1}
 #: NFD label value per verdict
-LABEL_VALUE = {OK: 'true', SHORT: 'false', UNKNOWN: 'unknown'}
+LABEL_VALUE = {OK: 'true', SHORT: 'false', UNKNOWN: 'unknown', BROKEN: 'false'}
 LABEL_PREFIX = 'gpufleet.io/'
 NODE_LABEL = 'limits-ok'
 #: the longest message the watch writes (the shipped NPD config's max_output_length)
@@ -60,8 +62,10 @@ class Verdict(object):
     {context: state}, ``short`` [(context, item)], ``failed`` [context], ``reason`` and
     ``msg`` when the audit did not run."""
 
-    def __init__(self, state, contexts=None, short=None, failed=None, reason=None, msg=''):
+    def __init__(self, state, contexts=None, short=None, failed=None, reason=None, msg='',
+                 problems=None):
         self.state = state
+        self.problems = problems or []
         self.contexts = contexts or {}
         self.short = short or []
         self.failed = failed or []
@@ -87,8 +91,13 @@ def verdict(result):
     for name, _item in short:
         if name != 'kernel':
             contexts[name] = SHORT
-    state = SHORT if short else OK
-    return Verdict(state, contexts, short, failed)
+    # a problem stops its context (a limits file every session fails on): broken, whatever
+    # the gaps say
+    problems = result.get('problems') or []
+    for found in problems:
+        contexts[found.get('context')] = BROKEN
+    state = BROKEN if problems else SHORT if short else OK
+    return Verdict(state, contexts, short, failed, problems=problems)
 
 
 def failure_verdict(reason, msg):
@@ -100,6 +109,9 @@ def message(found):
     """The NPD message: the most useful words first, at most MAX_MESSAGE characters."""
     if found.reason:
         text = 'gpufleet limits audit failed (%s): %s' % (found.reason, found.msg)
+    elif found.state == BROKEN:
+        text = 'broken: ' + '; '.join('%s: %s' % (p.get('context'), p.get('msg'))
+                                      for p in found.problems)
     elif found.state == SHORT:
         parts = ['%s %s' % pair for pair in found.short]
         text = 'limits below the gpufleet profile: ' + ', '.join(parts)

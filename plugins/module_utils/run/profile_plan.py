@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
@@ -70,6 +71,7 @@ def plan_profile(params, host):
     """(contexts, [(context, Change)]) for every context; raises changes.Failure naming the
     context. Every context of the registry that is asked for plans its files."""
     request = parse_request(params)
+    check_sessions(request, host)
     ceiling = host_limits.Ceiling()
     plans = []
     pids = pids_set.Pids(request.pids, host) if request.pids is not None else None
@@ -102,6 +104,23 @@ def plan_profile(params, host):
             if problem:
                 raise changes.Failure('%s: %s' % (label, problem), context=label)
     return request.contexts, planned
+
+
+def check_sessions(request, host):
+    """Refuse, before anything is planned, written or restarted, on a node where every session
+    that runs pam_limits already fails (a dangling ``limits.d/*.conf`` link): a login context,
+    or a user manager restarted through its PAM session, would stay down, and the probes
+    cannot log in. Contexts that open no session (a container runtime alone) go on."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
+
+    if not any(registry.named(name).session for name in request.contexts):
+        return
+    broken = pam.session_errors(request, host)
+    if broken:
+        raise changes.Failure('pam: %s (nothing written, nothing restarted)'
+                              % '; '.join(str(exc) for exc in broken), context='pam',
+                              kind=errors.HOST, session_errors=[
+                                  dict(path=exc.path, msg=str(exc)) for exc in broken])
 
 
 def file_record(context, change):

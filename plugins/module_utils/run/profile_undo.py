@@ -64,6 +64,9 @@ def absent(module, params, result):
                       domains=params['domains'], units=params['units'], dropin=params['dropin'],
                       paths=dict((option, params[option]) for option in pp.DEFAULTS))
     try:
+        if params['restart']:
+            # a user manager restarted into a PAM session that fails stays down
+            pp.check_sessions(request, module)
         planned = plan_undo(request, module)
     except changes.Failure as exc:
         module.fail_json(msg=exc.msg, **dict(result, **exc.result))

@@ -151,7 +151,10 @@ def live_check(run, result, scope, unit, expected, changed):
             for unit_name, uid in sdlive.running_user_managers(run_live):
                 user = _user_name(uid)
                 live, _error = sdlive.manager_live(run_live, sdpaths.USER, user, uid)
-                if changed or live is None or sdlive.differing(expected, live):
+                # a manager whose limits cannot be read (``systemctl --user`` runs through
+                # runuser's PAM session, which a broken limits.d fails) is not owed a restart:
+                # only a change or its own word that it runs other values is
+                if changed or (live is not None and sdlive.differing(expected, live)):
                     stale.append(unit_name)
         result['restart_required'] = stale
         result['reexec_required'] = changed or bool(stale)
