@@ -75,11 +75,6 @@ options:
         come back from their oldest backup when only the collection's part differs, else are
         reported in RV(undone). The same O(restart_policy), O(restart), O(backup) and check
         mode apply. O(contexts) empty means every context.
-      - Once the undo and its restarts succeeded, the backups it can prove are the
-        collection's go (RV(backups)): every backup of a file of the collection's that it
-        removed, and the one it wrote of a file it edited or restored. A file that stays keeps
-        its earlier backups (the oldest: the file before the collection's first write; at most
-        5 of each file).
     type: str
     choices: [present, absent]
     default: present
@@ -462,20 +457,11 @@ limits_kept:
             source: "the running system manager's default (systemctl show)"}]
 undone:
   description: With O(state=absent), per file, C(action) (C(removed), C(edited), C(restored),
-    C(not_undone)), C(detail) and C(backup) (the backup restored from).
+    C(not_undone)), C(detail) and C(backup) (the backup restored from). The result's C(backups)
+    has the backups it then removed and kept, C(removed) and C(kept) (docs/undo.md).
   returned: when O(state=absent)
   type: list
   elements: dict
-backups:
-  description:
-    - With O(state=absent), the backups (C(NAME.PID.DATE~)) the undo removed (C(removed):
-      every backup of a file of the collection's that it removed, and its own backup of a file
-      it edited or restored) and those kept beside the files that stay (C(kept): the oldest is
-      the file before the collection's first write; at most 5 of each file).
-  returned: when O(state=absent) and not in check mode
-  type: dict
-  sample: {removed: [/etc/systemd/system.conf.d/90-gpufleet-tuning.conf.4242.2026-12-06@16:37:30~],
-           kept: [/etc/docker/daemon.json.558.2026-12-06@16:32:07~]}
 context:
   description: The context whose guard or write failed.
   returned: failure

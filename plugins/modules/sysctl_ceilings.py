@@ -69,9 +69,9 @@ options:
       - C(present) writes the lines; C(absent) removes the requested keys' lines (and the file
         when nothing else is left). Removing a line does not change the live value; the
         kernel default returns at the next boot.
-      - With C(absent), once the file is written, the backups of it go that this undo can
-        prove are the collection's (all of them when the file is removed, else the one it
-        made): RV(backups).
+      - With C(absent), once the file is written, the backups of it that this undo can
+        prove are the collection's go (all of them when the file is removed, else the one it
+        made), listed in RV(backups).
     type: str
     choices: [present, absent]
     default: present
@@ -187,7 +187,7 @@ backup_file:
 backups:
   description:
     - With O(state=absent), the backups (C(NAME.PID.DATE~)) removed once the file was written
-      (C(removed): all of the file's when it was removed, else the one this call made) and
+      (C(removed), all of the file's when it was removed, else the one this call made) and
       those kept (C(kept)), as M(gpufleet.tuning.limits_profile) with O(state=absent) does
       (docs/undo.md).
   returned: when O(state=absent), the file changed and not in check mode

@@ -51,15 +51,18 @@ def node_changed(profile):
 
 
 def _restarts(profile):
-    """The restarts of a run that wrote no file: the ones the profile call did (``restarted``)
-    or, where the handlers do them, the ones it owes now (``actions``, the policy's deferred
-    ones left out), in systemd/restarts.py's words."""
+    """The restarts of a run that wrote no file: the steps the profile call did
+    (``restarted.steps``), else those the handlers' restart call does (the units owed)."""
     done = (profile.get('restarted') or {}).get('steps') or []
     if done:
         return done
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
-    return [restarts.describe(step)
-            for step in restarts.steps(restarts.allowed(profile.get('actions') or {}))]
+    actions = profile.get('actions') or {}
+    deferred = [d.get('unit') for d in actions.get('deferred') or []]
+    owed = ((actions.get('units') or []) + (actions.get('user_managers') or [])
+            + (['docker.service'] if actions.get('docker') else []))
+    return ((['systemctl daemon-reexec'] if actions.get('reexec') else [])
+            + (['systemctl daemon-reload'] if actions.get('daemon_reload') else [])
+            + ['restart %s' % unit for unit in owed if unit not in deferred])
 
 
 def outcome(profile, after=None, rollback='never', check_mode=False, restart_policy='when_idle',
