@@ -111,7 +111,8 @@ def _changed_part(profile, check_mode, restart_policy):
     changed = ', '.join(files)
     if not files and node_changed(profile):
         # the task is changed by a restart alone: the report says which, not "nothing"
-        changed = 'no file; %s' % ', '.join(_restarts(profile))
+        restarted = ', '.join(_restarts(profile))
+        changed = 'no file; ' + restarted if restarted else 'no file'
     return ('Contexts: %s; units: %s; %s: %s; restarts deferred by limits_docker_restart=%s: %s'
             % (', '.join(profile.get('contexts') or []),
                ', '.join(profile.get('units') or []) or 'none',
