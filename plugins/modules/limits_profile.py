@@ -457,7 +457,8 @@ limits_kept:
             source: "the running system manager's default (systemctl show)"}]
 undone:
   description: With O(state=absent), per file, C(action) (C(removed), C(edited), C(restored),
-    C(not_undone)), C(detail) and C(backup) (the backup restored from).
+    C(not_undone)), C(detail) and C(backup) (the backup restored from). The result's C(backups)
+    has the backups it then removed and kept, C(removed) and C(kept) (docs/undo.md).
   returned: when O(state=absent)
   type: list
   elements: dict

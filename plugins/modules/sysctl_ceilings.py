@@ -69,6 +69,9 @@ options:
       - C(present) writes the lines; C(absent) removes the requested keys' lines (and the file
         when nothing else is left). Removing a line does not change the live value; the
         kernel default returns at the next boot.
+      - With C(absent), once the file is written, the backups of it that this undo can
+        prove are the collection's go (all of them when the file is removed, else the one it
+        made), listed in RV(backups).
     type: str
     choices: [present, absent]
     default: present
@@ -181,6 +184,14 @@ backup_file:
   description: The backup's path, when one was made.
   returned: when O(backup=true) and the file changed
   type: str
+backups:
+  description:
+    - With O(state=absent), the backups (C(NAME.PID.DATE~)) removed once the file was written
+      (C(removed), all of the file's when it was removed, else the one this call made) and
+      those kept (C(kept)), as M(gpufleet.tuning.limits_profile) with O(state=absent) does
+      (docs/undo.md).
+  returned: when O(state=absent), the file changed and not in check mode
+  type: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -221,6 +232,10 @@ def main():
                 change.apply(module.params['backup'])
         except changes.Failure as exc:
             module.fail_json(msg=exc.msg, **exc.result)
+        if written and module.params['state'] == 'absent':
+            # an undo takes its backups of what it took back (undo/undo_files.py)
+            from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+            result['backups'] = undo_files.tidy_backups([('kernel', change)])
     module.exit_json(**result)
 
 

@@ -8,6 +8,7 @@ test records what the contexts give now, runs the playbook with --check --diff (
 change), then for real."""
 import json
 import os
+import re
 import subprocess
 
 from conftest import FILES, USER, parse
@@ -17,6 +18,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'undo_limits.yml')
 CONVERGE = os.path.join(ROOT, 'molecule', 'default', 'converge.yml')
 UNIT_DROPINS = 'find /etc/systemd/system -path "*.d/90-gpufleet-tuning.conf"'
+# backups as safe_file (and ansible's backup_local) name them: NAME.PID.DATE~
+BACKUP = re.compile(r'\.\d+\.\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d~$')
+
+
+def backups_in_etc(host):
+    return sorted(p for p in host.check_output('find /etc -name "*~"').split() if BACKUP.search(p))
 
 
 def playbook(host, path, *extra):
@@ -53,6 +60,15 @@ def test_undo_takes_the_profile_back_then_converge_puts_it_again(host):
 
     done = playbook(host, PLAYBOOK)
     assert done.returncode == 0, done.stdout[-6000:]
+    # issue 39 item 6: the undo takes the backups of what it removed and its own; those left
+    # are of files that stay, at most 5 of each, and the playbook says where
+    left = backups_in_etc(host)
+    for path in left:
+        assert host.file(BACKUP.sub('', path)).exists, ('a backup of a file that is gone', left)
+        assert path in done.stdout, (path, done.stdout[-3000:])
+    for base in set(BACKUP.sub('', path) for path in left):
+        assert len([p for p in left if p.startswith(base + '.')]) <= 5, left
+    assert 'of the collection\'s removed; kept beside the files that stay' in done.stdout
     for path in FILES[:3]:
         assert not host.file(path).exists, path
     assert host.check_output(UNIT_DROPINS).strip() == ''

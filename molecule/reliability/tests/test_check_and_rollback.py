@@ -127,7 +127,7 @@ def test_an_unchanged_node_that_failed_verification_is_not_green(host, user_line
     """Issue 31 item 10: a run whose verification failed (trainer's earlier line keeps the
     profile from trainer's logins; limits_on_override warn, no regression so no rollback)
     left its files, and the next run, with nothing to change, said ok. It fails again now,
-    naming the line that decides, and changes no file."""
+    naming the line that decides, and changes no file: no task says changed (issue 39 item 6)."""
     try:
         rc, out = run_role(host, limits_profile=LOWER, limits_contexts=['pam'], limits_units=[],
                            limits_docker_restart='never')
@@ -138,5 +138,14 @@ def test_an_unchanged_node_that_failed_verification_is_not_green(host, user_line
         assert rc != 0, out[-3000:]
         assert '%s:1' % SITE in out and USER in out and '2048' in out, out[-3000:]
         assert without_backups(snapshot(host)) == files
+        # Issue 39 item 6: its status agrees with itself: the report says it changed nothing,
+        # and no task says changed (the profile task was "changed" with that report); the
+        # host fails.
+        assert 'changed: nothing;' in out, out[-3000:]
+        profile_task = out.split('Apply the profile to every context', 1)[1].split('TASK [', 1)[0]
+        assert 'ok: [' in profile_task and 'changed: [' not in profile_task, profile_task
+        recap = re.search(r'%s\s*: ok=\d+ changed=(\d+) unreachable=0 failed=(\d+)'
+                          % re.escape(host.backend.host), out)
+        assert recap and recap.groups() == ('0', '1'), out[-1500:]
     finally:
         baseline()

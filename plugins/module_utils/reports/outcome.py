@@ -42,10 +42,34 @@ def pending(profile):
                    + [UNIT_PREFIX + d['unit'] for d in deferred if d.get('unit') in units])
 
 
+def node_changed(profile):
+    """Whether the run changed the node, the profile task's ``changed`` and what the report's
+    first part says: a file written (would be, in check mode), or a restart done or owed now
+    (one an earlier run owed: ``actions.owed_now``). A failed verification is no change: it
+    fails the run (``failed_unchanged``), it does not make the task changed."""
+    return bool(profile.get('changed') or (profile.get('actions') or {}).get('owed_now'))
+
+
+def _restarts(profile):
+    """The restarts of a run that wrote no file: the steps the profile call did
+    (``restarted.steps``), else those the handlers' restart call does (the units owed)."""
+    done = (profile.get('restarted') or {}).get('steps') or []
+    if done:
+        return done
+    actions = profile.get('actions') or {}
+    deferred = [d.get('unit') for d in actions.get('deferred') or []]
+    owed = ((actions.get('units') or []) + (actions.get('user_managers') or [])
+            + (['docker.service'] if actions.get('docker') else []))
+    return ((['systemctl daemon-reexec'] if actions.get('reexec') else [])
+            + (['systemctl daemon-reload'] if actions.get('daemon_reload') else [])
+            + ['restart %s' % unit for unit in owed if unit not in deferred])
+
+
 def outcome(profile, after=None, rollback='never', check_mode=False, restart_policy='when_idle',
             user=''):
-    """{pending, failed, pending_gaps, errors, unverified, busy, pending_errors, failed_contexts,
-    verify_failed, rollback_now, written, report, failure}: see the module's docstring."""
+    """{changed, failed_unchanged, pending, failed, pending_gaps, errors, unverified, busy,
+    pending_errors, failed_contexts, verify_failed, rollback_now, written, report, failure}:
+    see the module's docstring."""
     profile = profile or {}
     waiting = pending(profile)
     verified = after is not None
@@ -65,6 +89,11 @@ def outcome(profile, after=None, rollback='never', check_mode=False, restart_pol
         busy=[e for e in errors if e.get('kind') == 'busy'],
         written=[f['path'] for f in profile.get('files') or [] if f.get('changed')])
     failing = bool(found['failed'] or found['errors'])
+    found['changed'] = node_changed(profile)
+    # an unchanged node whose probe (the profile call's own, after known gaps) finds a gap
+    # outside what waits for a restart: the role fails it, with the report, instead of
+    # reporting the task changed (issue 31 item 10, issue 39 item 6)
+    found['failed_unchanged'] = verified and not found['changed'] and bool(found['failed'])
     found['failed_contexts'] = _unique([g['context'] for g in found['failed']]
                                        + [e['context'] for e in found['errors']])
     found['verify_failed'] = verified and bool(regressions or failing)
@@ -79,10 +108,15 @@ def outcome(profile, after=None, rollback='never', check_mode=False, restart_pol
 def _changed_part(profile, check_mode, restart_policy):
     deferred = (profile.get('actions') or {}).get('deferred') or []
     files = [f['path'] for f in profile.get('files') or [] if f.get('changed')]
+    changed = ', '.join(files)
+    if not files and node_changed(profile):
+        # the task is changed by a restart alone: the report says which, not "nothing"
+        restarted = ', '.join(_restarts(profile))
+        changed = 'no file; ' + restarted if restarted else 'no file'
     return ('Contexts: %s; units: %s; %s: %s; restarts deferred by limits_docker_restart=%s: %s'
             % (', '.join(profile.get('contexts') or []),
                ', '.join(profile.get('units') or []) or 'none',
-               'would change' if check_mode else 'changed', ', '.join(files) or 'nothing',
+               'would change' if check_mode else 'changed', changed or 'nothing',
                restart_policy,
                ', '.join('%s (%s)' % (d.get('unit'), d.get('reason')) for d in deferred)
                or 'none'))

@@ -87,4 +87,8 @@ def absent(module, params, result):
     run.report_actions(module, params, result, planned)
     if params['restart']:
         run.restart(module, dict(params, verify=None), result, None, written)
+    # after the restarts (a failed one exits above, with the files put back from the backups)
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
+    if not module.check_mode:
+        result['backups'] = undo_files.tidy_backups(written)
     module.exit_json(**result)

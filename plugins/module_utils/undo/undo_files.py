@@ -49,6 +49,32 @@ def read_text(path):
         raise changes.Failure(str(exc), dict(path=path), kind=exc.kind)
 
 
+def tidy_backups(written):
+    """After an undo that succeeded (its restarts done: until then a failed restart puts the
+    files back from these backups), the backups it can prove are the collection's go:
+    every backup of a file of the collection's that the undo removed (its drop-ins, its
+    limits.d and sysctl.d files: copies of the collection's own file, which is gone), and the
+    backup this undo wrote of a file it edited or restored (a copy of what it took back). The
+    earlier backups of a file that stays (daemon.json, slurm.conf, containerd's files, a
+    limits.d file with other lines) are kept: the oldest is the file before the collection's
+    first write, and safe_file keeps at most KEEP_BACKUPS of each. ``written``:
+    [(context, Change)] the undo wrote. Returns {removed: [paths], kept: [paths]}."""
+    removed, kept = [], []
+    for _context, found in written:
+        if found.new is None:                 # the file is gone: a file of the collection's
+            doomed = backups(found.path)
+        else:
+            doomed = [found.result['backup_file']] if found.result.get('backup_file') else []
+        for path in doomed:
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+        kept.extend(path for path in backups(found.path) if path not in removed)
+    return dict(removed=removed, kept=kept)
+
+
 def change(path, current, new, action, detail, backup=None, result=None):
     """A Change whose result says what the undo does (``undo``)."""
     result = dict(result or {}, path=path)

@@ -207,3 +207,30 @@ def test_config_toml_comes_back_when_only_base_spec_lines_differ():
     after = before + '  base_runtime_spec = "/etc/containerd/gpufleet-base-spec.json"\n'
     assert undo.only_spec_lines_differ(after, before)
     assert not undo.only_spec_lines_differ(after + 'oom_score = 1\n', before)
+
+
+def test_an_undo_takes_its_backups_of_what_it_removed_and_keeps_the_others_bounded(tmp_path):
+    """Issue 39 item 6: an undo left its own backups in /etc (5 on one node: 4 of its own and
+    the converge's). After it, the backups of a file of the collection's it removed are gone
+    (all of them: copies of the collection's file), its own backup of a file it restored goes,
+    and the earlier backups of a file that stays are kept and listed."""
+    pam = write(tmp_path / '90-gpufleet-tuning.conf', OURS)
+    old_pam = write(tmp_path / '90-gpufleet-tuning.conf.7.2026-01-01@10:00:00~', OURS)
+    daemon = write(tmp_path / 'daemon.json', json.dumps(
+        dict(DAEMON, **{'default-shm-size': '1G'}), indent=4) + '\n')
+    before = write(tmp_path / 'daemon.json.100.2026-01-01@10:00:00~',
+                   json.dumps(DAEMON, indent=4) + '\n')
+    foreign = write(tmp_path / 'daemon.json.bak', '{}\n')
+    planned = [('pam', undo.undo_pam(pam, ['*', 'root'])), ('docker', undo.daemon_json(daemon))]
+    for _label, found in planned:
+        found.apply(backup=True)
+    assert len(undo.backups(pam)) == 2 and len(undo.backups(daemon)) == 2
+    own = planned[1][1].result['backup_file']
+    found = undo.tidy_backups(planned)
+    assert sorted(found['removed']) == sorted(
+        [old_pam, planned[0][1].result['backup_file'], own])
+    assert found['kept'] == [before]
+    left = sorted(os.listdir(str(tmp_path)))
+    assert left == sorted(os.path.basename(p) for p in (daemon, before, foreign)), left
+    assert open(daemon).read() == open(before).read()      # restored, its backup kept
+    assert undo.tidy_backups([]) == dict(removed=[], kept=[])

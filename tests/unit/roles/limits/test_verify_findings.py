@@ -128,3 +128,57 @@ def test_the_role_decides_nothing_in_jinja():
         variables = yaml.safe_load(handle)
     for name in ('__limits_verify_failed', '__limits_rollback_now'):
         assert variables[name] == '{{ __limits_outcome.%s }}' % name[len('__limits_'):]
+
+
+UNCHANGED = dict(PROFILE, changed=False, actions=dict(deferred=[], owed_now=False),
+                 files=[dict(f, changed=False) for f in PROFILE['files']])
+
+
+def test_a_failed_verification_of_an_unchanged_node_fails_it_and_changes_nothing():
+    """Issue 39 item 6: a rerun whose probe (the profile call's, after a known gap) fails was
+    reported changed, its report saying 'changed: nothing'. The outcome says unchanged and
+    failed, one answer for the task's status and the report."""
+    after = dict(errors=[], gaps=[GAP], regressions=[], contexts={'user_manager': {}})
+    found = limits_outcome(UNCHANGED, after, user='trainer')
+    assert found['changed'] is False and found['failed_unchanged'] is True
+    assert found['verify_failed'] and 'changed: nothing;' in found['report']
+    # a changed node's failure goes through the handlers: not 'failed_unchanged'
+    found = limits_outcome(dict(PROFILE, changed=True), after, user='trainer')
+    assert found['changed'] is True and found['failed_unchanged'] is False
+    # a good unchanged node, and one the profile call did not probe
+    assert not limits_outcome(UNCHANGED, dict(after, gaps=[]))['failed_unchanged']
+    assert not limits_outcome(UNCHANGED, None)['failed_unchanged']
+    # a gap pending a restart the policy deferred is no failure
+    deferred = [dict(unit='user@1001.service', context='user_manager', reason='busy')]
+    pending = dict(UNCHANGED, actions=dict(deferred=deferred, owed_now=False))
+    assert not limits_outcome(pending, after)['failed_unchanged']
+
+
+def test_a_run_changed_by_a_restart_alone_says_which():
+    """The task is changed by a restart an earlier run owed: the report names it instead of
+    'changed: nothing'."""
+    owed = dict(UNCHANGED, actions=dict(deferred=[], owed_now=True, docker=True))
+    found = limits_outcome(owed, None)
+    assert found['changed'] is True
+    assert 'changed: no file; restart docker.service;' in found['report'], found['report']
+    # the profile call restarted itself: its own steps
+    done = dict(owed, changed=True, restarted=dict(steps=['systemctl daemon-reexec']))
+    assert 'changed: no file; systemctl daemon-reexec;' in limits_outcome(done, None)['report']
+
+
+def test_the_profile_task_is_changed_as_the_outcome_says():
+    """The profile task's changed_when is the outcome's `changed` (no second judgement in
+    Jinja), and an unchanged node that failed its probe reaches verify.yml's report and
+    failure, not the handlers."""
+    with open(os.path.join(ROOT, 'roles', 'limits', 'tasks', 'main.yml')) as handle:
+        tasks = yaml.safe_load(handle)
+    profile = [t for t in tasks if 'gpufleet.tuning.limits_profile' in t][0]
+    assert profile['changed_when'] == '__limits_call_outcome.changed'
+    with open(os.path.join(ROOT, 'roles', 'limits', 'vars', 'main.yml')) as handle:
+        variables = yaml.safe_load(handle)
+    assert variables['__limits_failed_unchanged'] == \
+        '{{ __limits_call_outcome.failed_unchanged }}'
+    with open(os.path.join(ROOT, 'roles', 'limits', 'tasks', 'asked.yml')) as handle:
+        verify = [t for t in yaml.safe_load(handle)
+                  if t.get('ansible.builtin.include_tasks') == 'verify.yml'][0]
+    assert '__limits_failed_unchanged' in verify['when']
