@@ -22,10 +22,12 @@ def warnings_in(result):
 
 def fresh_node_with_site_lines(host):
     """A node before its first tune (no managed file) whose site file gives every login, root's
-    included, nofile 12000:18000: more than the profile asks."""
+    included, nofile 12000:18000: more than the profile asks; and a line for a group the node
+    does not have (pam_limits finds no such group: the line applies to no user)."""
     host.check_output("rm -f %s && printf '* soft nofile 12000\\n* hard nofile 18000\\n"
-                      "root soft nofile 12000\\nroot hard nofile 18000\\n' > %s"
-                      % (MANAGED, SITE))
+                      "root soft nofile 12000\\nroot hard nofile 18000\\n"
+                      "@gpufleet-no-such-group hard nofile 1024\\n' > %s" % (MANAGED, SITE))
+    assert host.run('getent group gpufleet-no-such-group').rc == 2
 
 
 def test_kept_sides_are_no_warning_and_a_rerun_warns_nothing(host, module, pristine_security):
@@ -39,7 +41,10 @@ def test_kept_sides_are_no_warning_and_a_rerun_warns_nothing(host, module, prist
     assert kept[('hard', SITE + ':2')]['message'] == (
         "hard nofile 18000 kept: the node already has 18000 (%s:2), above the profile's 8192 "
         "(name hard in the profile to lower it)" % SITE)
+    # no warning at all: not the kept sides, nor the line of a group the node lacks, which
+    # is no override of anyone (issue 39.4)
     assert warnings_in(result) == [], result['output']
+    assert result['overrides'] == [], result['overrides']
     assert host.check_output("su - bob -c 'ulimit -Sn; ulimit -Hn'").split() == ['12000', '18000']
 
     before = checksums(host, [MANAGED, SITE])
