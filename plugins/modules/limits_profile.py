@@ -57,10 +57,9 @@ options:
         hard limit, and keeps any higher soft or hard limit it has now (the limits lines and
         the hard limit logins inherit, the managers' files or running defaults, a unit's
         C(Limit*=) or loaded values, C(daemon.json) or containerd's own limits). A kept value
-        above the node's hard ceiling is capped there. RV(limits_kept) reports each kept
-        value, and one warning a run lists them.
-      - A side named in C(soft)/C(hard) is written as given, lower or not. A lowered value is
-        reported too.
+        above the node's hard ceiling is capped there. RV(limits_kept) reports each one, with
+        no warning (the limits role's report counts them).
+      - A side named in C(soft)/C(hard) is written as given, lower or not (lowered: warned).
       - No value below an item's floor is ever written, with or without O(force). The floors
         are nofile and nproc 1024, stack 8MiB, memlock 64KiB, as, data and fsize 1GiB, cpu 1
         hour, sigpending 1024, maxlogins and maxsyslogins 4 (docs/limit-model.md says why).
@@ -448,13 +447,15 @@ limits_kept:
     - Each side of an item not simply written as the profile asks, per context. C(action) is
       C(kept) (the context had more and keeps it), C(raised) (a hard value above what the
       context had) or C(lowered) (the profile names the side; the context had more). C(asked),
-      C(before) and C(after) are in kernel units; C(source) is where C(before) came from.
+      C(before) and C(after) are in kernel units; C(source) is the line or setting that gives
+      this side C(before); C(message) says it in words. Only C(lowered) is also a warning.
   returned: always
   type: list
   elements: dict
   sample: [{context: systemd_system, item: nofile, side: hard, asked: 65536, before: 524288,
             after: 524288, action: kept,
-            source: "the running system manager's default (systemctl show)"}]
+            source: "the running system manager's default (systemctl show)",
+            message: "hard nofile 524288 kept: the node already has 524288 (...), above ..."}]
 undone:
   description: With O(state=absent), per file, C(action) (C(removed), C(edited), C(restored),
     C(not_undone)), C(detail) and C(backup) (the backup restored from). The result's C(backups)

@@ -57,7 +57,9 @@ def test_conflicting_later_file_fails_and_names_it(host, module, pristine_securi
     ok, result = module('gpufleet.tuning.pam_limits', {
         'limits': [{'domain': '*', 'item': 'nofile', 'value': 12345}]})
     assert not ok
-    assert '/etc/security/limits.d/95-later.conf:1 sets hard 5000' in result['msg']
+    # issue 39.4: the line, the domain and the item on both sides
+    assert ('/etc/security/limits.d/95-later.conf:1 sets * hard nofile 5000 later in pam_limits '
+            'order, over the requested * hard nofile 12345') in result['msg'], result['msg']
     assert result['conflicts'][0]['path'] == '/etc/security/limits.d/95-later.conf'
     assert checksums(host, FILES) == before
     ok, result = module('gpufleet.tuning.pam_limits', {

@@ -109,7 +109,8 @@ CASES = [
       'set here ({ceiling}']),
     ('pam-conflicting-later-file', PAM, pam('*', 'nofile', value=8192),
      write(LIMITS_D + '/95-site.conf', '# site\n* hard nofile 4096\n'),
-     [LIMITS_D + '/95-site.conf:2 sets hard 4096', 'nothing written']),
+     [LIMITS_D + '/95-site.conf:2 sets * hard nofile 4096 later in pam_limits order, over the '
+      'requested * hard nofile 8192', 'nothing written']),
     ('pam-read-only-limits-d', PAM, pam('*', 'nofile', value=8192), read_only(LIMITS_D),
      [PAM_FILE + ': cannot create a temporary file in %s: Read-only file system' % LIMITS_D]),
     ('pam-read-only-limits-d-backup', PAM, dict(pam('*', 'nofile', value=8192), backup=True),
@@ -285,7 +286,8 @@ CASES = [
      None, ["domains[1]: 'bad domain': a domain cannot hold blanks"]),
     ('role-conflicting-later-file', ROLE, {'limits_profile': dict(BASELINE, nofile=12288)},
      write(LIMITS_D + '/95-site.conf', '* soft nofile 4096\n* hard nofile 4096\n'),
-     [LIMITS_D + '/95-site.conf:1 sets soft 4096']),
+     [LIMITS_D + '/95-site.conf:1 sets * soft nofile 4096 later in pam_limits order, over the '
+      'requested * soft nofile ']),
     ('role-unparsable-daemon-json', ROLE, {'limits_profile': dict(BASELINE, nofile=12288)},
      write(DAEMON_JSON, '{\n  "storage-driver": "vfs",\n  "debug": true,\n'
                         '  "log-level" "info"\n}\n'),

@@ -152,7 +152,9 @@ class Context(object):
     def current(self, label, request, host):
         """{item: (Limit, source)}: what a new process of ``label`` gets now, before this run,
         for the items of ``request`` ({} or a missing item: unknown, and the profile is written
-        as asked). Read from the same files and managers the plan reads."""
+        as asked). Read from the same files and managers the plan reads. ``source``: one text
+        when one setting sets both sides, else {'soft': text, 'hard': text}, each side the line
+        that sets it (model.keep.side_source)."""
         return {}
 
     def limits(self, label, request, host, ceiling):

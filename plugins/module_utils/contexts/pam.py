@@ -93,8 +93,10 @@ class Pam(Context):
                     have = found.setdefault(name, {}).get(side)
                     if value is not None and (have is None or model.exceeds(value, have[0])):
                         found[name][side] = (value, source)
+        # each side with its own source: a hard side kept cites the line that sets the hard
+        # side, not the soft one (model.keep.side_source)
         return dict((name, (model.Limit(s.get('soft', (None,))[0], s.get('hard', (None,))[0]),
-                            '; '.join(sorted(set(v[1] for v in s.values() if v[1])))))
+                            dict((side, v[1]) for side, v in s.items())))
                     for name, s in found.items() if s)
 
     def probe_command(self, user, uid, params):

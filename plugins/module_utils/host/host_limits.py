@@ -109,8 +109,9 @@ def check_request(request, ceiling, force, field='limits', setter='systemd',
     for name, limit in sorted((request or {}).items()):
         item = model.ITEMS[name]
         if name == 'nofile' and model.UNLIMITED in (limit.hard, limit.soft):
-            errors.append('%s.nofile: unlimited is not possible for nofile; the kernel caps '
-                          'it at fs.nr_open (%s)' % (field, ceiling.nr_open or 'unknown'))
+            errors.append('%s.nofile: unlimited is not possible for nofile (%s); the kernel '
+                          'caps it at fs.nr_open (%s)'
+                          % (field, model.UNLIMITED_MEANS, ceiling.nr_open or 'unknown'))
             continue
         if name == 'nofile' and ceiling.nr_open and limit.hard is not None and \
                 model.exceeds(limit.hard, ceiling.nr_open):

@@ -31,9 +31,21 @@ class Kept(namedtuple('Kept', 'item side asked before after action source')):
     def as_dict(self):
         return dict(zip(self._fields, self))
 
+    def capped(self):
+        """Whether a kept value is the node's hard ceiling, below what the context had."""
+        return self.action == 'kept' and compare(self.after, self.before) != 0
+
     def message(self):
+        """The record in words: the side, the value and its source, each fact of this side
+        only (``source`` names the line or setting that sets this side)."""
         item = ITEMS[self.item]
         where = ' (%s)' % self.source if self.source else ''
+        if self.capped():
+            return ('%s %s %s%s kept, capped at the node\'s ceiling %s, above the profile\'s '
+                    '%s (name %s in the profile to lower it)'
+                    % (self.side, self.item, format_human(item, self.before), where,
+                       format_human(item, self.after), format_human(item, self.asked),
+                       self.side))
         if self.action == 'kept':
             return ('%s %s %s kept: the node already has %s%s, above the profile\'s %s '
                     '(name %s in the profile to lower it)'
@@ -49,11 +61,20 @@ class Kept(namedtuple('Kept', 'item side asked before after action source')):
                    format_human(item, self.after)))
 
 
+def side_source(source, side):
+    """Where ``side`` of a context's value comes from: ``source`` is one text for both sides
+    (one setting sets both) or {'soft': text, 'hard': text} (each side its own line)."""
+    if isinstance(source, dict):
+        return source.get(side)
+    return source
+
+
 def keep(item, asked, named, current, source=None, ceiling=None):
     """(Limit to write, [Kept]) for one item of one context.
 
     ``asked``: the profile's Limit; ``named``: (soft named, hard named) in the profile;
     ``current``: the Limit the context's new processes get now (None or a side None: unknown);
+    ``source``: where it comes from, one text or {side: text} (:func:`side_source`);
     ``ceiling``: the highest hard value the node can give (None: no known ceiling). A side not
     named is never lowered; a higher value kept is capped at ``ceiling``, which is no lowering
     of what a process can get. A named side is written as asked and reported when it lowers.
@@ -66,15 +87,18 @@ def keep(item, asked, named, current, source=None, ceiling=None):
         value = want
         if have is not None and want is not None and exceeds(have, want):
             if named[index]:
-                records.append(Kept(item.name, side, want, have, want, 'lowered', source))
+                records.append(Kept(item.name, side, want, have, want, 'lowered',
+                                    side_source(source, side)))
             else:
                 value = have
                 if ceiling is not None and exceeds(value, ceiling):
                     value = want if exceeds(want, ceiling) else ceiling
                 if compare(value, want) != 0:
-                    records.append(Kept(item.name, side, want, have, value, 'kept', source))
+                    records.append(Kept(item.name, side, want, have, value, 'kept',
+                                        side_source(source, side)))
         elif side == 'hard' and have is not None and want is not None and exceeds(want, have):
-            records.append(Kept(item.name, side, want, have, want, 'raised', source))
+            records.append(Kept(item.name, side, want, have, want, 'raised',
+                                side_source(source, side)))
         result[side] = value
     if result['soft'] is not None and result['hard'] is not None and \
             exceeds(result['soft'], result['hard']):
@@ -82,6 +106,6 @@ def keep(item, asked, named, current, source=None, ceiling=None):
         records = [r for r in records if not (r.side == 'soft' and r.action == 'kept')]
         if exceeds(getattr(current, 'soft') or 0, result['hard']):
             records.append(Kept(item.name, 'soft', asked.soft, current.soft, result['hard'],
-                                'lowered', source))
+                                'lowered', side_source(source, 'soft')))
         result['soft'] = result['hard']
     return Limit(result['soft'], result['hard']), records

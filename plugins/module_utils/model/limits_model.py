@@ -21,9 +21,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import
     GO_UNITS_NAMES, ITEM_NAMES, ITEMS, RLIMIT_ITEMS, RLIM_INFINITY, UNLIMITED, Item, Limit,
     LimitError, compare, exceeds, get_item, is_unlimited)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.values import (  # noqa: F401
-    check_floor, check_pair, format_human, format_limit, format_size, parse_duration,
-    parse_go_size, named_sides, parse_limit, parse_profile, parse_runtime_request,
-    parse_shm_size, parse_size, parse_value, profile_sides)
+    UNLIMITED_MEANS, check_floor, check_pair, format_human, format_limit, format_size,
+    parse_duration, parse_go_size, named_sides, parse_limit, parse_profile,
+    parse_runtime_request, parse_shm_size, parse_size, parse_value, profile_sides)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.floors import (  # noqa: F401
     FLOORS, floor_of)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.keep import (  # noqa: F401

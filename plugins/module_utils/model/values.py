@@ -17,6 +17,9 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import
     ITEMS, UNLIMITED, Limit, LimitError, exceeds, get_item, is_int)
 
 _UNLIMITED_WORDS = ('unlimited', 'infinity', '-1')
+#: said with a refusal of an unlimited value an item could otherwise take (nofile): a
+#: profile's ``-1`` is refused as unlimited
+UNLIMITED_MEANS = '-1, "infinity" and "unlimited" all mean unlimited'
 _SIZE_UNITS = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4,
                'p': 1024 ** 5, 'e': 1024 ** 6}
 _SIZE_RE = re.compile(r'^\s*(\d+)\s*([kmgtpe]?)(i?b)?\s*$', re.IGNORECASE)
@@ -65,7 +68,9 @@ def parse_value(item, value, where='value'):
     else:
         raise LimitError('%s: %s needs a number or "unlimited", got %r' % (where, item.name, value))
 
-    if text in _UNLIMITED_WORDS:
+    # -1 is unlimited only where an item can be unlimited (limits.conf(5)): a nice or a
+    # priority of -1 is that number, as pam_limits reads it (model/pam.from_limits_conf)
+    if text in _UNLIMITED_WORDS and (item.unlimited or text != '-1'):
         if not item.unlimited:
             raise LimitError('%s: %s cannot be unlimited' % (where, item.name))
         return UNLIMITED

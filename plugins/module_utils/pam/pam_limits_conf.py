@@ -19,7 +19,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+<<<<<<< HEAD
 import errno
+=======
+import grp
+>>>>>>> wt-warn
 import os
 import re
 
@@ -444,6 +448,19 @@ def match_class(line, user, root_wildcards=True):
             return None
         return CLASS_DEFAULT
     return None
+
+
+def matches_nobody(domain):
+    """Whether a parsed ``domain`` (``@name``, ``%name``) names a group the node does not
+    have: pam_limits looks the group up by name (pam_modutil_user_in_group_nam_nam, getgrnam
+    through NSS) and a group it cannot find has no member, so its lines apply to no user."""
+    if domain is None or domain.kind not in ('group', 'allgroup') or not domain.name:
+        return False
+    try:
+        grp.getgrnam(domain.name)
+    except KeyError:
+        return True
+    return False
 
 
 class _Side(object):

@@ -87,9 +87,9 @@ def check_limit(where, item, limit):
     except model.LimitError as exc:
         raise PlanError(str(exc))
     if item.name == 'nofile' and model.UNLIMITED in (limit.soft, limit.hard):
-        raise PlanError('%s: nofile cannot be unlimited: Linux-PAM >= 1.5.2 silently '
+        raise PlanError('%s: nofile cannot be unlimited (%s): Linux-PAM >= 1.5.2 silently '
                         'substitutes fs.nr_open and older PAM fails the login (EPERM); '
-                        'give a number' % where)
+                        'give a number' % (where, model.UNLIMITED_MEANS))
 
 
 def profile_entries(limits, domains, field='profile'):
@@ -293,14 +293,23 @@ def find_conflicts(entries, files, target, replaced=None):
                     sides = [s for s in line.sides() if value != getattr(entry.limit, s)]
                     if sides:
                         record = line.as_dict()
+                        # the item and the domain named on both sides: which line, which
+                        # request it defeats
                         record.update({'entry': entry.as_dict(), 'sides': sides,
-                                       'reason': '%s sets %s %s later in pam_limits order'
-                                                 % (line.where, '/'.join(sides), line.value)})
+                                       'reason': '%s sets %s %s %s %s later in pam_limits '
+                                                 'order, over the requested %s %s %s %s'
+                                                 % (line.where, line.domain, '/'.join(sides),
+                                                    line.item, line.value, entry.domain,
+                                                    '/'.join(sides), entry.item.name,
+                                                    entry_value(entry, sides))})
                         conflicts.append(record)
                     continue
                 klass = line.parsed_domain.klass if line.parsed_domain else None
+                # a line for a group the node does not have overrides nobody (it matches no
+                # user): no warning about the users it matches
                 if klass is not None and klass < wanted_class and wanted_class in (
-                        conf.CLASS_DEFAULT, conf.CLASS_GROUP) and gives_less(line, files, entry):
+                        conf.CLASS_DEFAULT, conf.CLASS_GROUP) and gives_less(line, files, entry) \
+                        and not conf.matches_nobody(line.parsed_domain):
                     record = line.as_dict()
                     record.update({'entry': entry.as_dict(), 'kind': 'narrower',
                                    'reason': '%s (%s) overrides %s for the users it matches: '

@@ -137,11 +137,25 @@ def _pending_part(profile, found, verified, restart_policy):
     return text
 
 
+def kept_part(profile):
+    """The sides kept above the profile, as one count (each is in limits_profile's
+    ``limits_kept``, none is a warning), or '' when none is."""
+    kept = [k for k in profile.get('limits_kept') or [] if k.get('action') == 'kept']
+    if not kept:
+        return ''
+    return ('Kept above the profile (the node already has more; name the side in the profile '
+            'to lower it): %d %s, listed in limits_kept.'
+            % (len(kept), 'side' if len(kept) == 1 else 'sides'))
+
+
 def report(profile, found, after, verified, check_mode=False, restart_policy='when_idle'):
     """What the play shows after a change (the handlers) or a verification of an unchanged
-    node: the contexts and the files changed, what waits for a restart, what could not be
-    probed now, what does not run, and the contexts verified in new processes."""
-    parts = [_changed_part(profile, check_mode, restart_policy)]
+    node: the contexts and the files changed, the sides kept above the profile (a count), what
+    waits for a restart, what could not be probed now, what does not run, and the contexts
+    verified in new processes."""
+    parts = [_changed_part(profile, check_mode, restart_policy) + '.']
+    if kept_part(profile):
+        parts.append(kept_part(profile))
     if found['pending']:
         parts.append(_pending_part(profile, found, verified, restart_policy))
     if verified and found['busy']:

@@ -94,9 +94,11 @@ def plan_profile(params, host):
                                   **exc.result)
         kept = request.kept.get(label) or []
         if kept:
-            # every hard value kept, raised or lowered, and every soft value kept (said in one
-            # warning for all contexts: profile_run.report_actions)
-            change.result['limits_kept'] = [record.as_dict() for record in kept]
+            # every side kept, raised or lowered, each with its message; only a lowered side
+            # is a warning (profile_run.report_actions), the kept ones a count in the role's
+            # report (reports/outcome.py)
+            change.result['limits_kept'] = [dict(record.as_dict(), message=record.message())
+                                            for record in kept]
         planned.append((label, change))
     for label, change in planned:
         if change.changed:

@@ -150,10 +150,8 @@ def write(module, params, result, planned, changed):
 def report_actions(module, params, result, planned):
     """``actions`` (what the planned changes owe, under the restart policy), the warnings and
     ``per_context`` of every planned change, and Docker's ``running_containers``."""
-    for record in result.get('overrides') or []:
-        # shown on every run, changed or not: a user below the profile because of a line we
-        # know about is never reported as a silent ok
-        changes.warn(module, 'pam: %s' % record['reason'])
+    for message in override_warnings(result, planned):
+        changes.warn(module, message)
     result['actions'] = pp.actions(planned, module, params['restart_policy'])
     # what is owed now, the restarts the policy defers left out: a busy node whose only owed
     # restart waits is unchanged (changed=0), and reported pending, not changed, on every run
@@ -177,13 +175,28 @@ def report_actions(module, params, result, planned):
     core = core_dumps.profile_warning(params.get('profile'))
     if core:
         changes.warn(module, 'core: %s' % core)
-    said = ['%s: %s' % (record['context'], model.Kept(**dict(
-        (k, v) for k, v in record.items() if k != 'context')).message())
-        for record in result.get('limits_kept') or [] if record['action'] != 'raised']
-    if said:
-        # one warning a node, not one a side: a converged node says it on every run
-        changes.warn(module, 'values the profile does not set as asked (all in limits_kept): '
-                     + '; '.join(said))
+    for message in kept_warnings(result):
+        changes.warn(module, message)
+
+
+def override_warnings(result, planned):
+    """The warnings of the pam plan's ``overrides``: a narrower line (a user below the profile
+    because of a line we know about) on every run, changed or not, never reported as a silent
+    ok; an earlier line the managed file now overrides (``replaced``) needs no decision: said
+    on the run that writes the file, not on every rerun (issue 39.3). Both stay in
+    ``overrides``."""
+    pam_changed = any(change.changed for context, change in planned if context == 'pam')
+    return ['pam: %s' % record['reason'] for record in result.get('overrides') or []
+            if record['kind'] == 'narrower' or pam_changed]
+
+
+def kept_warnings(result):
+    """Of ``limits_kept``, what needs a decision: a side lowered because the profile names it
+    (said on the run that lowers it; the rerun finds it written). A side kept above the profile
+    or a hard side raised is no warning: limits_kept lists them, the role's report counts them,
+    and a converged node's rerun says nothing about them (issue 39.3)."""
+    return ['%s: %s' % (record['context'], record['message'])
+            for record in result.get('limits_kept') or [] if record['action'] == 'lowered']
 
 
 def known_gaps(result, planned):

@@ -145,3 +145,54 @@ def test_what_several_contexts_read_from_the_node_is_read_once_a_call():
     for _attempt in range(3):
         assert request.read('pam_version', lambda: calls.append(1) or (1, 5, 2)) == (1, 5, 2)
     assert calls == [1]
+
+
+def test_each_side_cites_its_own_source():
+    """issue 39.4: a hard side kept cited a soft line ('hard nofile ... kept: the node already
+    has 524288 (/etc/security/limits.conf:68; ...)', line 68 a soft line): a source given per
+    side is the line that sets that side, in the record and its message."""
+    sources = {'soft': '/etc/security/limits.conf:68', 'hard': '/etc/security/limits.conf:70'}
+    limit, records = m.keep('nofile', L(4096, 4096), (False, False), L(8192, 16384), sources)
+    assert limit == L(8192, 16384)
+    assert [(r.side, r.source) for r in records] == [
+        ('soft', '/etc/security/limits.conf:68'), ('hard', '/etc/security/limits.conf:70')]
+    assert records[1].message() == (
+        "hard nofile 16384 kept: the node already has 16384 (/etc/security/limits.conf:70), "
+        "above the profile's 4096 (name hard in the profile to lower it)")
+    # named sides lowered, and the soft side clamped under a named hard one
+    _limit, records = m.keep('nofile', L(2048, 2048), (True, True), L(8192, 16384), sources)
+    assert [(r.side, r.action, r.source) for r in records] == [
+        ('soft', 'lowered', '/etc/security/limits.conf:68'),
+        ('hard', 'lowered', '/etc/security/limits.conf:70')]
+    _limit, records = m.keep('nofile', L(1024, 4096), (False, True), L(8192, 8192), sources)
+    assert ('soft', 'lowered', '/etc/security/limits.conf:68') in [
+        (r.side, r.action, r.source) for r in records]
+
+
+def test_a_capped_kept_value_says_the_ceiling_and_the_value_its_line_sets():
+    """issue 39.4: 'hard nofile 20000 kept: the node already has 524288 (...)': 20000 is the
+    node's ceiling, not what the line sets; the message names both for what they are."""
+    _limit, records = m.keep('nofile', L(16384, 16384), (False, False), L(1024, 524288),
+                             {'hard': '/etc/security/limits.conf:70'}, ceiling=20000)
+    assert [(r.side, r.action, r.before, r.after) for r in records] == [
+        ('hard', 'kept', 524288, 20000)]
+    assert records[0].message() == (
+        "hard nofile 524288 (/etc/security/limits.conf:70) kept, capped at the node's ceiling "
+        "20000, above the profile's 16384 (name hard in the profile to lower it)")
+
+
+def test_a_login_cites_the_line_of_each_side(tmp_path, monkeypatch):
+    """issue 39.4 through the PAM context's ``current`` and the request: limits.conf sets the
+    soft side on line 2 and the hard side on line 3; the kept hard side cites line 3 only."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+    limits_conf = tmp_path / 'limits.conf'
+    limits_conf.write_text('# site\n* soft nofile 8192\n* hard nofile 16384\n')
+    (tmp_path / 'limits.d').mkdir()
+    monkeypatch.setattr(pam, 'LIMITS_CONF', str(limits_conf))
+    monkeypatch.setattr(pam, 'LIMITS_DIR', str(tmp_path / 'limits.d'))
+    request = Request({'nofile': 4096}, {'nofile': L(4096, 4096)}, ['pam'], domains=['*'])
+    request.read('pam_version', lambda: (1, 5, 2))
+    request.limits_for('pam', pam.CONTEXT.current('pam', request, None))
+    assert [(r.side, r.action, r.source) for r in request.kept['pam']] == [
+        ('soft', 'kept', '%s:2' % limits_conf), ('hard', 'kept', '%s:3' % limits_conf)]

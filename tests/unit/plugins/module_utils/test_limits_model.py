@@ -26,6 +26,11 @@ U = m.UNLIMITED
     ('nice', -5, 25),                  # kernel RLIMIT_NICE = 20 - nice
     ('nice', 19, 1),
     ('priority', -10, -10),
+    # issue 39.4: -1 means unlimited only where an item can be unlimited (limits.conf(5)); a
+    # nice or a priority of -1 is that number, as pam_limits reads it
+    ('nice', -1, 21),
+    ('nice', '-1', 21),
+    ('priority', -1, -1),
     ('nonewprivs', 1, 1),
     ('rtprio', 99, 99),
     ('msgqueue', 819200, 819200),      # bytes in limits.conf too
@@ -45,6 +50,7 @@ def test_parse_value(item, value, expected):
     ('nice', 25, 'between -20 and 19'),
     ('priority', 'unlimited', 'cannot be unlimited'),
     ('nonewprivs', 2, '0 or 1'),
+    ('nonewprivs', -1, 'nonewprivs must be 0 or 1, got -1'),
     ('stack', '8Q', 'not a size'),
     ('cpu', '5 fortnights', 'not a duration'),
 ])
@@ -198,3 +204,23 @@ def test_systemd_and_docker_round_trip_property(name, a, b):
        st.integers(min_value=0, max_value=2 ** 40))
 def test_limits_conf_size_property(name, kib):
     assert m.from_limits_conf(name, m.to_limits_conf(name, kib * 1024))[0] == kib * 1024
+
+
+def test_a_refused_unlimited_nofile_says_that_minus_one_means_unlimited():
+    """issue 39.4: ``{"nofile": -1}`` was refused as "cannot be unlimited" without saying that
+    -1 means unlimited: every refusal of an unlimited nofile says so."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_plan
+
+    class Ceiling(object):
+        nr_open = 1048576
+
+    limits = m.parse_profile({'nofile': -1})
+    errors, _warnings = host_limits.check_request(limits, Ceiling(), False, field='profile')
+    assert errors == ['profile.nofile: unlimited is not possible for nofile (-1, "infinity" and '
+                      '"unlimited" all mean unlimited); the kernel caps it at fs.nr_open '
+                      '(1048576)']
+    with pytest.raises(pam_limits_plan.PlanError,
+                       match=r'^profile\.nofile: nofile cannot be unlimited \(-1, "infinity" '
+                             r'and "unlimited" all mean unlimited\): Linux-PAM'):
+        pam_limits_plan.profile_entries(limits, ['*'])

@@ -1,4 +1,6 @@
 """limits.conf parser (byte-exact round trip), resolver (pam_limits precedence) and planner."""
+import grp
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -238,9 +240,10 @@ def test_ceiling_guards():
 
 def test_conflicts_and_overrides():
     target = '/d/90-gpufleet-tuning.conf'
+    # @root: a group every node has (a line for a group the node lacks overrides nobody)
     files = [conf.parse('* soft nofile 100\nalice soft nofile 5\n', '/limits.conf'),
              conf.parse('', target),
-             conf.parse('* hard nofile 999\n* soft nofile 65536\n@ml soft nofile 7\n',
+             conf.parse('* hard nofile 999\n* soft nofile 65536\n@root soft nofile 7\n',
                         '/d/95-later.conf')]
     conflicts, overrides = plan.find_conflicts(
         entries({'domain': '*', 'item': 'nofile', 'value': 65536}), files, target)
@@ -248,6 +251,40 @@ def test_conflicts_and_overrides():
     assert found == [('/d/95-later.conf', 1, ['hard'])]
     assert sorted((o['path'], o['line']) for o in overrides) == [('/d/95-later.conf', 3),
                                                                  ('/limits.conf', 2)]
+
+
+def test_a_conflict_names_the_line_the_item_and_the_domain_on_both_sides():
+    """issue 39.4: the refusal named neither the item nor the domain ('...:1 sets hard 999
+    later in pam_limits order')."""
+    target = '/d/90-gpufleet-tuning.conf'
+    files = [conf.parse('', target),
+             conf.parse('# site\n@root - nofile 999\n', '/d/95-later.conf')]
+    conflicts, _overrides = plan.find_conflicts(
+        entries({'domain': '@root', 'item': 'nofile', 'soft': 4096, 'hard': 65536}), files,
+        target)
+    assert [c['reason'] for c in conflicts] == [
+        '/d/95-later.conf:2 sets @root soft/hard nofile 999 later in pam_limits order, over the '
+        'requested @root soft/hard nofile 4096:65536']
+
+
+def test_a_line_for_a_group_the_node_lacks_overrides_nobody():
+    """issue 39.4: pam_limits looks a @group up by name; a group the node does not have has
+    no member, so its line keeps no user below the profile and is no override."""
+    target = '/d/90-gpufleet-tuning.conf'
+    missing = 'gpufleet-no-such-group'
+    with pytest.raises(KeyError):
+        grp.getgrnam(missing)
+    files = [conf.parse('', target),
+             conf.parse('@%s hard nofile 1024\n@root hard nofile 1024\n' % missing,
+                        '/d/95-later.conf')]
+    _conflicts, overrides = plan.find_conflicts(
+        entries({'domain': '*', 'item': 'nofile', 'value': 65536}), files, target)
+    assert [(o['line'], o['domain']) for o in overrides] == [(2, '@root')]
+    assert conf.matches_nobody(conf.parse_domain('@' + missing))
+    assert conf.matches_nobody(conf.parse_domain('%' + missing))
+    assert not conf.matches_nobody(conf.parse_domain('@root'))
+    assert not conf.matches_nobody(conf.parse_domain('*'))
+    assert not conf.matches_nobody(conf.parse_domain('@100:200'))
 
 
 def test_overrides_say_what_the_user_gets_and_replaced_lines_are_named():
@@ -298,7 +335,15 @@ def test_files_pam_limits_never_reads_are_listed(tmp_path):
     assert info.ignored_limits_files(str(tmp_path / 'missing')) == []
 
 
-def test_a_narrower_soft_line_above_the_hard_one_is_said_clamped():
+@pytest.fixture
+def node_has_ml(monkeypatch):
+    """The node has the group ml (pam_limits finds it by name); other names as this machine."""
+    real = grp.getgrnam
+    monkeypatch.setattr(conf.grp, 'getgrnam', lambda name: (
+        grp.struct_group(('ml', 'x', 3000, [])) if name == 'ml' else real(name)))
+
+
+def test_a_narrower_soft_line_above_the_hard_one_is_said_clamped(node_has_ml):
     """Issue 31 item 18: `@ml soft memlock unlimited` was warned as giving unlimited, but
     pam_limits clamps a soft value to the hard one: under the group's own hard 4096 it gives
     4096, below the profile's 8192."""

@@ -91,9 +91,10 @@ def test_the_report_of_a_good_run_and_of_a_run_without_verification():
     assert found['report'] == (
         'Contexts: pam, slurm; units: slurmd.service; changed: '
         '/etc/security/limits.d/90-gpufleet-tuning.conf; restarts deferred by '
-        'limits_docker_restart=when_idle: none Verified in new processes: login, service, '
+        'limits_docker_restart=when_idle: none. Verified in new processes: login, service, '
         'slurm_job.')
     unverified = limits_outcome(PROFILE, None, check_mode=True)
+    assert 'Kept above the profile' not in unverified['report']
     assert unverified['report'].startswith('Contexts: pam, slurm; units: slurmd.service; '
                                            'would change: ')
     assert 'Verified' not in unverified['report'] and not unverified['verify_failed']
@@ -182,3 +183,16 @@ def test_the_profile_task_is_changed_as_the_outcome_says():
         verify = [t for t in yaml.safe_load(handle)
                   if t.get('ansible.builtin.include_tasks') == 'verify.yml'][0]
     assert '__limits_failed_unchanged' in verify['when']
+
+
+def test_the_sides_kept_above_the_profile_are_one_count_in_the_report():
+    """issue 39.3: 13 kept sides were 2,400 characters of warning a host on every run; the
+    report counts them (the list is limits_kept), and a lowered or raised side is not kept."""
+    kept = [dict(context='pam', item='nofile', side=side, action='kept') for side in
+            ('soft', 'hard')] + [dict(context='pam', item='nproc', side='hard', action='lowered'),
+                                 dict(context='pam', item='memlock', side='hard', action='raised')]
+    report = limits_outcome(dict(PROFILE, limits_kept=kept), None)['report']
+    assert ('. Kept above the profile (the node already has more; name the side in the profile '
+            'to lower it): 2 sides, listed in limits_kept.') in report, report
+    one = limits_outcome(dict(PROFILE, limits_kept=kept[1:]), None)['report']
+    assert ': 1 side, listed in limits_kept.' in one, one
