@@ -453,8 +453,7 @@ limits_kept:
   type: list
   elements: dict
   sample: [{context: systemd_system, item: nofile, side: hard, asked: 65536, before: 524288,
-            after: 524288, action: kept,
-            source: "the running system manager's default (systemctl show)",
+            after: 524288, action: kept, source: "the running system manager's default",
             message: "hard nofile 524288 kept: the node already has 524288 (...), above ..."}]
 undone:
   description: With O(state=absent), per file, C(action) (C(removed), C(edited), C(restored),

@@ -19,11 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-<<<<<<< HEAD
 import errno
-=======
 import grp
->>>>>>> wt-warn
 import os
 import re
 
@@ -357,9 +354,8 @@ def pam_order(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, extra=None):
 
 
 # What pam_limits does with an entry it cannot read as a file (pam/limits_entries.py).
-SessionBreaker = entries.SessionBreaker
-FAILS, EMPTY = entries.FAILS, entries.EMPTY
-entry_problem = entries.entry_problem
+SessionBreaker, FAILS, EMPTY, entry_problem = (
+    entries.SessionBreaker, entries.FAILS, entries.EMPTY, entries.entry_problem)
 
 
 def session_failures(limits_conf=LIMITS_CONF, limits_dir=LIMITS_DIR, pam_version=None):
@@ -457,10 +453,9 @@ def matches_nobody(domain):
     if domain is None or domain.kind not in ('group', 'allgroup') or not domain.name:
         return False
     try:
-        grp.getgrnam(domain.name)
+        return grp.getgrnam(domain.name) is None
     except KeyError:
         return True
-    return False
 
 
 class _Side(object):
