@@ -405,10 +405,20 @@ probes:
       C(slurm_job)) and the effective_limits option its probe needs (C(image), or null).
       Units are probed as C(unit:NAME) (RV(units)). The limits role verifies from it;
       docs/contexts.md has the table.
+    - Then C(ssh) (SSH sessions, no configured name) where sshd is installed and what this
+      call writes decides its sessions, with the C(context) that does: C(pam) when sshd's
+      PAM session stack (includes followed) runs pam_limits on limits.d, C(unit:ssh.service)
+      when the stack has no pam_limits and sshd's unit is in RV(units) (sessions inherit
+      sshd's own limits; its restart applies them, under O(restart_policy)). C(cause) says
+      where the sessions take their limits from when it is not the pam context's file;
+      C(gap) is true where the pam context is written and no file written reaches them
+      (pam_limits commented out or missing, C(conf=) naming another file, C(UsePAM no)):
+      C(cause) then names the line and the fix, and RV(known_gaps) and the warnings have it.
   returned: success
   type: list
   elements: dict
   sample: [{context: pam, probe: login, image: null},
+           {context: pam, probe: ssh, image: null, gap: false, cause: null},
            {context: docker, probe: docker, image: docker_image}]
 restarted:
   description:
@@ -515,9 +525,9 @@ def main():
     except changes.Failure as exc:
         module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['contexts'] = contexts
-    result['probes'] = registry.probe_map(contexts)
     result['units'] = [c[len(registry.UNIT_PREFIX):] for c, _change in planned
                        if c.startswith(registry.UNIT_PREFIX)]
+    result['probes'] = registry.probe_map(contexts, result['units'], module)
     # a template (train@.service) cannot be probed itself: its instances are pending
     # nor a slice (the pids user-.slice drop-in): no main process
     result['probe_units'] = [u for u in result['units']
