@@ -405,20 +405,11 @@ probes:
       C(slurm_job)) and the effective_limits option its probe needs (C(image), or null).
       Units are probed as C(unit:NAME) (RV(units)). The limits role verifies from it;
       docs/contexts.md has the table.
-    - Then C(ssh) (SSH sessions, no configured name) where sshd is installed and what this
-      call writes decides its sessions, with the C(context) that does so, C(pam) when sshd's
-      PAM session stack (includes followed) runs pam_limits on limits.d, C(unit:ssh.service)
-      when the stack has no pam_limits and sshd's unit is in RV(units) (sessions inherit
-      sshd's own limits; its restart applies them, under O(restart_policy)). C(cause) says
-      where the sessions take their limits from when it is not the pam context's file;
-      C(gap) is true where the pam context is written and no file written reaches them
-      (pam_limits commented out or missing, C(conf=) naming another file, C(UsePAM no));
-      C(cause) then names the line and the fix, and RV(known_gaps) and the warnings have it.
+    - Then C(ssh), where what it writes decides SSH sessions (C(gap), C(cause), docs/contexts.md).
   returned: success
   type: list
   elements: dict
-  sample: [{context: pam, probe: login, image: null},
-           {context: pam, probe: ssh, image: null, gap: false, cause: null},
+  sample: [{context: pam, probe: login, image: null}, {context: pam, probe: ssh, image: null},
            {context: docker, probe: docker, image: docker_image}]
 restarted:
   description:

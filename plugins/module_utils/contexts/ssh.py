@@ -205,17 +205,15 @@ def why_no_pam(report):
     return ''
 
 
-def why_not_read(report, profile_file):
-    """Why the limits.d file ``profile_file`` does not reach an SSH session ('' when it does):
-    sshd runs no pam_limits (why_no_pam), or its pam_limits line reads another file
-    (``conf=``)."""
+def why_not_read(report):
+    """Why limits.d (the pam context's file) does not reach an SSH session ('' when it does):
+    sshd runs no pam_limits (why_no_pam), or its pam_limits line reads another (``conf=``)."""
     why = why_no_pam(report)
     if why or not report.get('pam_limits_conf'):
         return why
     return ('%s runs pam_limits with conf=%s: SSH sessions read that file only, not %s or '
-            '%s/*.conf, so %s does not apply to them' % (
-                report['pam_limits'], report['pam_limits_conf'], LIMITS_CONF, LIMITS_DIR,
-                profile_file))
+            "%s/*.conf (the profile's file)" % (report['pam_limits'], report['pam_limits_conf'],
+                                                 LIMITS_CONF, LIMITS_DIR))
 
 
 def stack_report(use_pam):
@@ -485,18 +483,13 @@ class Ssh(Context):
         return report is not None and report['running']
 
     def verified_with(self, configured, units, host):
-        """limits_profile's ``probes`` entry for ``ssh`` where what it writes decides an SSH
-        session: the pam context's file when sshd's stack runs pam_limits on limits.d
-        (``context: pam``); sshd's unit (``units``) when it does not, and then the sessions
-        take sshd's own limits, applied by sshd's restart (``context: unit:ssh.service``). Where
-        the pam context is written and neither holds, the entry has ``gap`` true and a
-        ``cause`` that names the line and the two fixes (probed all the same: the
-        verification shows what a session gets). None: sshd is not installed, or nothing
-        written decides an SSH session."""
+        """``ssh``'s ``probes`` entry: ``context`` pam where sshd's stack runs pam_limits on
+        limits.d; sshd's unit (in ``units``) where it runs none (its restart applies them);
+        else, the pam context written, ``gap`` true and a ``cause`` naming the line and the
+        fixes (probed all the same). None: no sshd, or nothing written decides it."""
         if not self.detect():
             return None
         from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
         use_pam, _failed = use_pam_of(
             lambda args: host.run_command(args, environ_update=commands.c_env()),
             sshd_binary(host))
@@ -505,16 +498,14 @@ class Ssh(Context):
         entry = dict(probe=self.probe, image=None, gap=False, cause=None)
         why = why_no_pam(report)
         if not why and not report['pam_limits_conf']:
-            return dict(entry, context=pam.CONTEXT.name) if pam.CONTEXT.name in configured \
-                else None
+            return dict(entry, context='pam') if 'pam' in configured else None
         if why and unit is not None and unit in [sdpaths.unit_name(u) for u in units]:
             return dict(entry, context='unit:' + unit, cause=(
                 "%s; SSH sessions inherit sshd's own limits: %s's Limit*= (this profile), "
                 'applied by the restart of %s (restart policy; running sessions keep theirs)'
                 % (why, unit, unit)))
-        if pam.CONTEXT.name not in configured:
+        if 'pam' not in configured:
             return None
-        profile_file = pam.TARGET
         fixes = []
         if report.get('use_pam') == 'no':
             fixes.append('set UsePAM yes in %s' % SSHD_CONFIG)
@@ -528,18 +519,17 @@ class Ssh(Context):
             fixes.append('give sshd the profile: add %s to units (limits role: limits_units), '
                          'which writes its Limit*= and restarts it under the restart policy'
                          % unit)
-        return dict(entry, context=pam.CONTEXT.name, gap=True, cause='%s; fix: %s' % (
-            why_not_read(report, profile_file), '; or '.join(fixes)))
+        return dict(entry, context='pam', gap=True, cause='%s; fix: %s' % (
+            why_not_read(report), '; or '.join(fixes)))
 
     def restart_context(self, unit):
         """SSH sessions inherit sshd's own limits: its restart applies a change of them."""
         return self.probe if unit in UNITS else None
 
     def owed(self, actions, state, host, policy):
-        """sshd's restart, when its unit's ``Limit*=`` changed, goes through the restart
-        policy: with ``KillMode=process`` (Debian's and RHEL's units) it leaves the running
-        sessions, so only ``never`` defers it; with another KillMode the unit's cgroup tells
-        (systemd_live.unit_busy)."""
+        """sshd's restart (its ``Limit*=`` changed), under the restart policy: with
+        ``KillMode=process`` (Debian's, RHEL's) it leaves the sessions, so only ``never``
+        defers it; else the unit's cgroup tells (systemd_live.unit_busy)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
         found = []
         for unit in actions.get('units') or []:

@@ -108,8 +108,8 @@ def test_conf_elsewhere_names_the_line_and_is_not_verified_by_the_profiles_file(
     assert entry['cause'] == (
         '/etc/pam.d/password-auth:2 runs pam_limits with conf=/etc/security/limits-gpu.conf: '
         'SSH sessions read that file only, not /etc/security/limits.conf or '
-        '/etc/security/limits.d/*.conf, so /etc/security/limits.d/90-gpufleet-tuning.conf does '
-        'not apply to them; fix: drop conf= from /etc/pam.d/password-auth:2')
+        "/etc/security/limits.d/*.conf (the profile's file); fix: drop conf= from "
+        '/etc/pam.d/password-auth:2')
     # sshd's unit does not help: pam_limits still runs and reads that file
     assert ssh_entry(['pam'], ['ssh.service'])['gap'] is True
 
