@@ -8,7 +8,9 @@ nofile 17000 for bob (contexts pam, verified as bob):
 - the fixes acted on, each on its own: the line uncommented (no write: the unchanged node is
   verified), or sshd's unit in limits_units (its Limit*= and sshd's restart): the role is green,
   ssh is in the verified list, and an SSH session of bob gets the profile;
-- pam_limits with conf=FILE in password-auth: the role fails and names that line.
+- pam_limits with conf=FILE in password-auth: the role fails and names that line;
+- sshd's unit in limits_units under limits_docker_restart=never: sshd's restart waits, and ssh
+  is pending, not verified.
 
 The node is put back as it was: /etc/pam.d and /etc/security from a snapshot, sshd's drop-in
 removed and sshd restarted with its earlier limits."""
@@ -185,3 +187,16 @@ def test_pam_limits_reading_another_file_is_named_and_not_verified(host, module,
     assert '%s:%d runs pam_limits with conf=%s' % (authselect, LIMITS_LINE, GPU_CONF) in out, \
         out[-4000:]
     assert probe(module)['ssh'] == (1024, 20000)
+
+
+def test_sshds_restart_waits_under_restart_policy_never_and_ssh_is_pending(host, authselect):
+    comment_out(host, authselect)
+    pid = sshd_pid(host)
+    rc, out = tune(host, limits_units=['ssh.service'], limits_docker_restart='never')
+    assert rc == 0, out[-4000:]
+    assert sshd_pid(host) == pid
+    assert 'pending: ssh: the restart of ssh.service waits (restart_policy never' in out, \
+        out[-4000:]
+    pending = re.findall(r'Pending: ([^(]*) \(limits_docker_restart=never', out)
+    assert pending and 'ssh' in pending[-1].split(', '), out[-4000:]
+    assert 'ssh' not in verified(out), out[-4000:]
