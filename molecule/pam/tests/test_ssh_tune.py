@@ -8,7 +8,8 @@ nofile 17000 for bob (contexts pam, verified as bob):
 - the fixes acted on, each on its own: the line uncommented (no write: the unchanged node is
   verified), or sshd's unit in limits_units (its Limit*= and sshd's restart): the role is green,
   ssh is in the verified list, and an SSH session of bob gets the profile;
-- pam_limits with conf=FILE in password-auth: the role fails and names that line;
+- pam_limits with conf=FILE in password-auth: the role fails and names that line; with conf=
+  dropped (the fix it names) it is green;
 - sshd's unit in limits_units under limits_docker_restart=never: sshd's restart waits, and ssh
   is pending, not verified.
 
@@ -187,6 +188,11 @@ def test_pam_limits_reading_another_file_is_named_and_not_verified(host, module,
     assert '%s:%d runs pam_limits with conf=%s' % (authselect, LIMITS_LINE, GPU_CONF) in out, \
         out[-4000:]
     assert probe(module)['ssh'] == (1024, 20000)
+    # the fix it names: conf= dropped from that line
+    host.check_output(r"sed -i '%ds| conf=%s||' %s" % (LIMITS_LINE, GPU_CONF, authselect))
+    rc, out = tune(host)
+    assert rc == 0 and 'ssh' in verified(out), out[-4000:]
+    assert probe(module)['ssh'] == (17000, 17000)
 
 
 def test_sshds_restart_waits_under_restart_policy_never_and_ssh_is_pending(host, authselect):
