@@ -404,10 +404,11 @@ probes:
       C(slurm_job)) and the effective_limits option its probe needs (C(image), or null).
       Units are probed as C(unit:NAME) (RV(units)). The limits role verifies from it;
       docs/contexts.md has the table.
+    - Then C(ssh), where what it writes decides SSH sessions (C(gap), C(cause), docs/contexts.md).
   returned: success
   type: list
   elements: dict
-  sample: [{context: pam, probe: login, image: null},
+  sample: [{context: pam, probe: login, image: null}, {context: pam, probe: ssh, image: null},
            {context: docker, probe: docker, image: docker_image}]
 restarted:
   description:
@@ -516,13 +517,12 @@ def main():
     except changes.Failure as exc:
         module.fail_json(msg=exc.msg, **dict(result, **exc.result))
     result['contexts'] = contexts
-    result['probes'] = registry.probe_map(contexts)
     result['units'] = [c[len(registry.UNIT_PREFIX):] for c, _change in planned
                        if c.startswith(registry.UNIT_PREFIX)]
-    # a template (train@.service) cannot be probed itself: its instances are pending
-    # nor a slice (the pids user-.slice drop-in): no main process
-    result['probe_units'] = [u for u in result['units']
-                             if not sdpaths.is_template(u) and not u.endswith('.slice')]
+    result['probes'] = registry.probe_map(contexts, result['units'], module)
+    # not a template (train@.service: its instances are pending) nor a slice (no main process)
+    result['probe_units'] = [u for u in result['units'] if not sdpaths.is_template(u)
+                             and not u.endswith('.slice')]
     pam = run.check_overrides(module, params, result, planned)
     changed = [change for _context, change in planned if change.changed]
     result['changed'] = bool(changed)

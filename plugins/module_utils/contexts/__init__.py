@@ -131,8 +131,18 @@ def restart_context(unit):
     return UNIT_PREFIX + unit
 
 
-def probe_map(configured):
+def probe_map(configured, units=(), host=None):
     """limits_profile's ``probes``: for each configured context with a probe of its own, the
-    probed name and the effective_limits option its probe needs (``image``, or None)."""
-    return [dict(context=c.name, probe=c.probe, image=c.image_option)
-            for c in REGISTRY if c.name in configured and c.probe]
+    probed name and the effective_limits option its probe needs (``image``, or None); then
+    each context probed but not configured (``ssh``) whose sessions what is written decides
+    (its ``verified_with``: the configured context or unit that decides it, and ``gap`` and
+    ``cause`` where nothing written reaches it)."""
+    found = []
+    for c in REGISTRY:
+        if c.name and c.name in configured and c.probe:
+            found.append(dict(context=c.name, probe=c.probe, image=c.image_option))
+        elif not c.name and c.probe and host is not None:
+            entry = c.verified_with(configured, units, host)
+            if entry:
+                found.append(entry)
+    return found

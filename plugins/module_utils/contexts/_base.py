@@ -175,6 +175,13 @@ class Context(object):
         it would not; None: let the unit's cgroup tell)."""
         return []
 
+    def verified_with(self, configured, units, host):
+        """For a context probed but not configured (``ssh``): its entry in limits_profile's
+        ``probes`` ({context, probe, image, gap, cause}) where the files this call writes
+        (``configured`` contexts, ``units``) decide what its new processes get, or None (the
+        verification leaves it out). ``host``: the AnsibleModule (read-only commands)."""
+        return None
+
     def restart_context(self, unit):
         """The probed context a restart of ``unit`` applies to, or None when not this one's."""
         return None

@@ -205,6 +205,38 @@ def why_no_pam(report):
     return ''
 
 
+def why_not_read(report):
+    """Why limits.d (the pam context's file) does not reach an SSH session ('' when it does):
+    sshd runs no pam_limits (why_no_pam), or its pam_limits line reads another (``conf=``)."""
+    why = why_no_pam(report)
+    if why or not report.get('pam_limits_conf'):
+        return why
+    return ('%s runs pam_limits with conf=%s: SSH sessions read that file only, not %s or '
+            "%s/*.conf (the profile's file)" % (report['pam_limits'], report['pam_limits_conf'],
+                                                 LIMITS_CONF, LIMITS_DIR))
+
+
+def stack_report(use_pam):
+    """The part of the report that says whether sshd's session stack runs pam_limits: the
+    stack read (pam_stack, includes followed), ``use_pam`` from ``sshd -T`` (None: unknown)."""
+    lines, commented = pam_stack(PAM_SERVICE)
+    found = limits_at(lines)
+    return dict(sshd_config=SSHD_CONFIG, pam_file=pam_file(PAM_SERVICE), use_pam=use_pam,
+                pam_limits=found.where if found is not None else None,
+                pam_limits_conf=found.conf() if found is not None else None,
+                pam_limits_commented=commented)
+
+
+def use_pam_of(run, sshd):
+    """sshd's UsePAM (``sshd -T``; UsePAM is not allowed in a Match block), or None with the
+    reason when sshd -T fails (then taken as yes, sshd's default on every distribution that
+    ships a PAM stack for it)."""
+    rc, out, err = run(test_command(sshd, SSHD_CONFIG, [], 'root', 22))
+    if rc == 0:
+        return first(parse_sshd_t(out), 'usepam'), ''
+    return None, 'sshd -T failed (UsePAM unknown, taken as yes): %s' % (err or out).strip()[:300]
+
+
 def sshd_source(report, item):
     """Where sshd's own value of ``item`` comes from: its unit's ``Limit*=`` line, else the
     manager's ``DefaultLimit*=`` line, else systemd's built-in default."""
@@ -426,19 +458,12 @@ class Ssh(Context):
             report['unit_configured'] = systemd_precedence.resolve_unit(unit).configured()
             report['manager_configured'] = systemd_precedence.resolve_manager(
                 paths.SYSTEM).configured()
-        rc, out, err = auditor.run(test_command(sshd_binary(auditor.host), SSHD_CONFIG, [],
-                                                auditor.user, 22))
-        if rc == 0:
-            report['use_pam'] = first(parse_sshd_t(out), 'usepam')
-        else:
-            warnings.append('ssh: sshd -T failed (UsePAM unknown, taken as yes): %s'
-                            % (err or out).strip()[:300])
-        lines, commented = pam_stack(PAM_SERVICE)
-        found = limits_at(lines)
-        report['pam_limits_commented'] = commented
-        if found is not None:
-            report['pam_limits'] = found.where
-            limits_conf = found.conf()
+        use_pam, failed = use_pam_of(auditor.run, sshd_binary(auditor.host))
+        if failed:
+            warnings.append('ssh: ' + failed)
+        report.update(stack_report(use_pam))
+        if report['pam_limits'] is not None:
+            limits_conf = report['pam_limits_conf']
             paths_read = ([limits_conf] if limits_conf
                           else conf.pam_order(LIMITS_CONF, LIMITS_DIR))
             try:
@@ -456,6 +481,64 @@ class Ssh(Context):
 
     def audit_probe(self, report, auditor):
         return report is not None and report['running']
+
+    def verified_with(self, configured, units, host):
+        """``ssh``'s ``probes`` entry: ``context`` pam where sshd's stack runs pam_limits on
+        limits.d; sshd's unit (in ``units``) where it runs none (its restart applies them);
+        else, the pam context written, ``gap`` true and a ``cause`` naming the line and the
+        fixes (probed all the same). None: no sshd, or nothing written decides it."""
+        if not self.detect():
+            return None
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+        use_pam, _failed = use_pam_of(
+            lambda args: host.run_command(args, environ_update=commands.c_env()),
+            sshd_binary(host))
+        report = stack_report(use_pam)
+        unit = sshd_unit()
+        entry = dict(probe=self.probe, image=None, gap=False, cause=None)
+        why = why_no_pam(report)
+        if not why and not report['pam_limits_conf']:
+            return dict(entry, context='pam') if 'pam' in configured else None
+        if why and unit is not None and unit in [sdpaths.unit_name(u) for u in units]:
+            return dict(entry, context='unit:' + unit, cause=(
+                "%s; SSH sessions inherit sshd's own limits: %s's Limit*= (this profile), "
+                'applied by the restart of %s (restart policy; running sessions keep theirs)'
+                % (why, unit, unit)))
+        if 'pam' not in configured:
+            return None
+        fixes = []
+        if report.get('use_pam') == 'no':
+            fixes.append('set UsePAM yes in %s' % SSHD_CONFIG)
+        elif report['pam_limits'] is not None:
+            fixes.append('drop conf= from %s' % report['pam_limits'])
+        else:
+            fixes.append('add (or uncomment) `session required pam_limits.so` in %s%s' % (
+                report['pam_file'], ' (%s)' % ', '.join(report['pam_limits_commented'])
+                if report['pam_limits_commented'] else ''))
+        if unit is not None and why:
+            fixes.append('give sshd the profile: add %s to units (limits role: limits_units), '
+                         'which writes its Limit*= and restarts it under the restart policy'
+                         % unit)
+        return dict(entry, context='pam', gap=True, cause='%s; fix: %s' % (
+            why_not_read(report), '; or '.join(fixes)))
+
+    def restart_context(self, unit):
+        """SSH sessions inherit sshd's own limits: its restart applies a change of them."""
+        return self.probe if unit in UNITS else None
+
+    def owed(self, actions, state, host, policy):
+        """sshd's restart (its ``Limit*=`` changed), under the restart policy: with
+        ``KillMode=process`` (Debian's, RHEL's) it leaves the sessions, so only ``never``
+        defers it; else the unit's cgroup tells (systemd_live.unit_busy)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+        found = []
+        for unit in actions.get('units') or []:
+            if unit in UNITS:
+                rc, out, _err = host.run_command(
+                    ['systemctl', 'show', '--property=KillMode', '--value', unit],
+                    environ_update=commands.live_env())
+                found.append((unit, '' if rc == 0 and out.strip() == 'process' else None))
+        return found
 
     def configured(self, report):
         return predicted(report)

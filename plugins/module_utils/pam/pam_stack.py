@@ -50,20 +50,35 @@ def pam_file(name, dirs=PAM_DIRS):
 
 
 def _logical_lines(text):
-    """(line number, text) with backslash continuations joined and comments removed."""
+    """(line number, text) as Linux-PAM assembles them (libpam_internal/pam_line.c): anything
+    from ``#`` on is dropped, and a trailing backslash joins the next line, only on a line
+    with no ``#`` (a backslash before a comment joins nothing)."""
     found, buffer, start = [], '', None
     for number, raw in enumerate(text.splitlines(), 1):
         if start is None:
             start = number
-        if raw.endswith('\\'):
-            buffer += raw[:-1] + ' '
+        body = raw.split('#', 1)[0].rstrip()
+        if '#' not in raw and body.endswith('\\'):
+            buffer += body[:-1] + ' '
             continue
-        buffer += raw
-        found.append((start, buffer.split('#', 1)[0].strip()))
+        buffer += body
+        found.append((start, buffer.strip()))
         buffer, start = '', None
     if buffer:
-        found.append((start, buffer.split('#', 1)[0].strip()))
+        found.append((start, buffer.strip()))
     return found
+
+
+def _commented(raw, ptype):
+    """Is ``raw`` a commented-out ``ptype`` line that runs pam_limits (``#session required
+    pam_limits.so``, not a remark that names the module)?"""
+    body = raw.strip()
+    if not body.startswith('#'):
+        return False
+    fields = _split(body.lstrip('#').strip())
+    return (len(fields) > 2 and fields[0].lstrip('-').lower() == ptype
+            and fields[1] not in ('include', 'substack')
+            and os.path.basename(fields[2]) == 'pam_limits.so')
 
 
 def _split(body):
@@ -96,8 +111,7 @@ def pam_stack(service, ptype='session', read=None, dirs=PAM_DIRS, depth=0, seen=
     seen = seen | set([path])
     lines, commented = [], []
     for number, raw in enumerate(text.splitlines(), 1):
-        stripped = raw.strip()
-        if stripped.startswith('#') and 'pam_limits' in stripped:
+        if _commented(raw, ptype):
             commented.append('%s:%d' % (path, number))
     for number, body in _logical_lines(text):
         if not body:

@@ -63,6 +63,10 @@ def source(probe, item, profile_result):
     """The cause of ``probe``'s gap in ``item``: the records of the limits_profile result
     (``profile_result``) about that item, joined by '; ', else where the value is configured,
     else the profile's file (see the module docstring)."""
+    for entry in (profile_result or {}).get('probes') or []:
+        # a context no written file reaches says why itself (ssh: sshd's stack), with the fix
+        if entry.get('probe') == probe and entry.get('gap') and entry.get('cause'):
+            return entry['cause']
     per_context = (profile_result or {}).get('per_context') or {}
     contexts = _contexts(probe, profile_result or {})
     found = []

@@ -152,6 +152,11 @@ def report_actions(module, params, result, planned):
     ``per_context`` of every planned change, and Docker's ``running_containers``."""
     for message in override_warnings(result, planned):
         changes.warn(module, message)
+    for entry in result.get('probes') or []:
+        # a probed context that takes its limits elsewhere (ssh: sshd's stack without
+        # pam_limits): where from, and the fix or the restart that applies them
+        if entry.get('cause'):
+            changes.warn(module, '%s: %s' % (entry['probe'], entry['cause']))
     result['actions'] = pp.actions(planned, module, params['restart_policy'])
     # what is owed now, the restarts the policy defers left out: a busy node whose only owed
     # restart waits is unchanged (changed=0), and reported pending, not changed, on every run
@@ -204,6 +209,9 @@ def known_gaps(result, planned):
     PAM lines that give users less (on_override=warn) and the later files that override a
     systemd drop-in (on_conflict=warn), a user@.service cap among them."""
     found = [r['reason'] for r in result.get('overrides') or [] if r['kind'] == 'narrower']
+    # a context the written files do not reach (ssh without pam_limits in sshd's stack)
+    found.extend('%s: %s' % (p['probe'], p['cause']) for p in result.get('probes') or []
+                 if p.get('gap'))
     for context, change in planned:
         found.extend('%s: %s' % (context, c['reason']) for c in change.result.get('conflicts') or []
                      if c.get('reason'))
