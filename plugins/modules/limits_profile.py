@@ -59,7 +59,7 @@ options:
         C(Limit*=) or loaded values, C(daemon.json) or containerd's own limits). A kept value
         above the node's hard ceiling is capped there. RV(limits_kept) reports each one, with
         no warning (the limits role's report counts them).
-      - A side named in C(soft)/C(hard) is written as given, lower or not (lowered: warned).
+      - A side named in C(soft)/C(hard) is written as given, lower or not (a lowered side is warned).
       - No value below an item's floor is ever written, with or without O(force). The floors
         are nofile and nproc 1024, stack 8MiB, memlock 64KiB, as, data and fsize 1GiB, cpu 1
         hour, sigpending 1024, maxlogins and maxsyslogins 4 (docs/limit-model.md says why).

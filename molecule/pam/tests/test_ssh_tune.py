@@ -24,7 +24,7 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import (
     parse_proc_limits)
-from scenario_support import ansible_command, run_module
+from scenario_support import ansible_command
 
 ROLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'default',
                     'role.yml')

@@ -150,6 +150,7 @@ SUBMIT = Option('slurm_submit_limits', 'dict', default={}, description=(
     "as this value, at most slurmd's hard limit; an item it does not propagate comes from "
     "slurmd's running limits (docs/slurm.md).",))
 
+
 class Slurm(Context):
     name = 'slurm'
     probe = 'slurm_job'
@@ -362,8 +363,8 @@ class Slurm(Context):
                 soft_source = '%s (not propagated: %s)' % (soft_source, conf)
                 hard_source = '%s (not propagated: %s)' % (hard_source, conf)
             found[item] = dict(soft=got.soft, hard=got.hard, soft_source=soft_source,
-                               hard_source=hard_source, source=both_sides(soft_source,
-                                                                         hard_source))
+                               hard_source=hard_source,
+                               source=both_sides(soft_source, hard_source))
         return found
 
     def predict(self, report):

@@ -212,8 +212,8 @@ def why_not_read(report):
     if why or not report.get('pam_limits_conf'):
         return why
     return ('%s runs pam_limits with conf=%s: SSH sessions read that file only, not %s or '
-            "%s/*.conf (the profile's file)" % (report['pam_limits'], report['pam_limits_conf'],
-                                                 LIMITS_CONF, LIMITS_DIR))
+            "%s/*.conf (the profile's file)"
+            % (report['pam_limits'], report['pam_limits_conf'], LIMITS_CONF, LIMITS_DIR))
 
 
 def stack_report(use_pam):

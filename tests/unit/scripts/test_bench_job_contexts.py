@@ -33,8 +33,9 @@ def good(rate):
             'peak_threads': 20, 'torch_version': '2.13.0+cpu'}
 
 
-AFTER = {'host': 'gpufleet-lab-1', 'job': {'job': {'ranks_per_node': 2, 'num_workers': 2, 'batch_size': 16,
-                                          'prefetch_factor': 2, 'tensors_per_batch': 2000}},
+AFTER = {'host': 'gpufleet-lab-1',
+         'job': {'job': {'ranks_per_node': 2, 'num_workers': 2, 'batch_size': 16,
+                         'prefetch_factor': 2, 'tensors_per_batch': 2000}},
          'contexts': {'slurm_job': good(3.1), 'login': good(3.3), 'container': good(4.8),
                       'service': good(3.7)}}
 
