@@ -42,7 +42,8 @@ class Pam(Context):
             path = request.paths[self.path_option]
             try:
                 entries = pam_limits_plan.profile_entries(
-                    self.limits(self.name, request, host, ceiling), request.domains)
+                    request.limits, request.domains,
+                    by_domain=self.domain_limits(request, host, ceiling, path))
             except pam_limits_plan.PlanError as exc:
                 raise changes.Failure(str(exc), pam_limits_plan.new_result(path),
                                       kind=exc.kind)
@@ -61,9 +62,31 @@ class Pam(Context):
             request.paths[self.path_option], request.domains, versions.pam_version(host)))]
 
     def current(self, label, request, host):
-        """What a login of each domain gets now, the highest of the domains: the limits lines
-        that apply to it (file:line), or, for a hard side no line sets, what the login service
-        inherits (the system manager's defaults, read only when a line is missing)."""
+        """What a new login gets now, the highest of the profile's domains (each side as
+        :meth:`domain_current` has it)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
+        found = {}
+        for now in (self.domain_current(request, host) or {}).values():
+            for name, (limit, source) in now.items():
+                sides = found.setdefault(name, {})
+                for side in ('soft', 'hard'):
+                    value = getattr(limit, side)
+                    if value is not None and (side not in sides or
+                                              model.exceeds(value, sides[side][0])):
+                        sides[side] = (value, source)
+        return dict((name, (model.Limit(s.get('soft', (None,))[0], s.get('hard', (None,))[0]),
+                            '; '.join(sorted(set(v[1] for v in s.values() if v[1])))))
+                    for name, s in found.items() if s)
+
+    def domain_current(self, request, host, leave_out=None):
+        """{domain: {item: (Limit, source)}}: what a new login of each domain of the profile
+        gets now, side by side: the limits lines that apply to it (file:line), and, for a side
+        no line sets, what the session inherits from the process that opens it, the login
+        service (sshd, login, a getty: the system manager's defaults; pam_limits changes only
+        what lines set, reference section 1). Groups and uid ranges are left out (unknown).
+        ``leave_out``: a limits file whose lines do not count (what the domain gets without
+        the collection's own file). None when the files cannot be read (the plan names them)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
@@ -73,29 +96,64 @@ class Pam(Context):
         try:
             version = pam_version(request, host)
             files = [f for f in (conf.read_file(path, version)
-                                 for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)) if f]
+                                 for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)
+                                 if path != leave_out) if f]
         except (IOError, OSError, ValueError):
-            return {}   # the plan names the file it cannot read
-        sets = [conf.resolve(files, user, root_wildcards=root_wildcards())['effective']
-                for user in domain_users(request.domains)]
-        # the soft side a session starts with is not the service's (su - starts at 1024 under
-        # a shell of 20000): only lines count there; a hard side no line sets is inherited
-        unset = [n for n in names if any((e.get(n) or {}).get('hard') is None for e in sets)]
-        base = systemd_system.manager_now(request, host, unset)
-        found = {}
-        for effective in sets:
+            return None
+        result = {}
+        base = None
+        for domain, user in domain_user_pairs(request.domains):
+            effective = conf.resolve(files, user, root_wildcards=root_wildcards())['effective']
+            found = {}
             for name in names:
                 entry = effective.get(name) or {}
+                values, sources = {}, []
                 for side in ('soft', 'hard'):
                     value, source = entry.get(side), entry.get(side + '_source')
-                    if value is None and side == 'hard' and name in base:
-                        value, source = base[name][0].hard, base[name][1]
-                    have = found.setdefault(name, {}).get(side)
-                    if value is not None and (have is None or model.exceeds(value, have[0])):
-                        found[name][side] = (value, source)
-        return dict((name, (model.Limit(s.get('soft', (None,))[0], s.get('hard', (None,))[0]),
-                            '; '.join(sorted(set(v[1] for v in s.values() if v[1])))))
-                    for name, s in found.items() if s)
+                    if value is None:
+                        if base is None:
+                            base = systemd_system.manager_now(request, host, names)
+                        if name in base:
+                            value = getattr(base[name][0], side)
+                            source = 'no limits line: the login service\'s, %s' % base[name][1]
+                    values[side] = value
+                    if value is not None and source:
+                        sources.append(source)
+                soft, hard = values['soft'], values['hard']
+                if soft is not None and hard is not None and model.exceeds(soft, hard):
+                    soft = hard     # pam_limits clamps a soft value above the hard one
+                if soft is not None or hard is not None:
+                    found[name] = (model.Limit(soft, hard),
+                                   '; '.join(sorted(set(sources))))
+            result[domain] = found
+        return result
+
+    def domain_limits(self, request, host, ceiling, path):
+        """{domain: {item: Limit}} the collection's file ``path`` holds for each domain whose
+        login is known: the profile kept at what the domain gets now on each side not named
+        (model.keep), and no line at all where the domain gets exactly that without this file
+        (a plain value the domain already meets changes nothing). Domains left out (groups,
+        ranges) get the profile as asked. What was kept or lowered is in ``kept['pam']``."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
+        now = self.domain_current(request, host) or {}
+        without = self.domain_current(request, host, leave_out=path) or {}
+        result, records = {}, []
+        for domain, current in now.items():
+            limits = {}
+            for name, asked in request.limits.items():
+                have, source = current.get(name) or (None, None)
+                top = ceiling.hard_ceiling(name)[0] if ceiling is not None else None
+                limit, found = model.keep(name, asked, request.named.get(name, (False, False)),
+                                          have, source, top)
+                records.extend(r for r in found if r not in records)
+                other = (without.get(domain) or {}).get(name)
+                if other is not None and same(limit, other[0]):
+                    continue    # the domain has it without the collection's line
+                limits[name] = limit
+            result[domain] = limits
+        request.kept[self.name] = records
+        return result
 
     def probe_command(self, user, uid, params):
         return probes.login_command(user)
@@ -127,16 +185,24 @@ def root_wildcards():
     return not info.debian_family()
 
 
-def domain_users(domains):
-    """A user each domain of the profile applies to: root for ``root``, an unprivileged user
-    in no group for ``*``, the user itself for a user name; groups and ranges are left out (a
-    member's value depends on its other lines)."""
+def same(one, other):
+    """Do two Limits give the same on both sides (neither unknown)?"""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+        limits_model as model)
+    return all(a is not None and b is not None and model.compare(a, b) == 0
+               for a, b in ((one.soft, other.soft), (one.hard, other.hard)))
+
+
+def domain_user_pairs(domains):
+    """[(domain, user)]: a user each domain of the profile applies to: root for ``root``, an
+    unprivileged user in no group for ``*``, the user itself for a user name; groups and
+    ranges are left out (a member's value depends on its other lines)."""
     import pwd
     from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
     users = []
     for domain in domains:
         if domain == '*':
-            users.append(conf.User('gpufleet-any-user', 65533, 65533, [], []))
+            users.append((domain, conf.User('gpufleet-any-user', 65533, 65533, [], [])))
             continue
         if domain[:1] in ('@', '%') or ':' in domain:
             continue
@@ -144,7 +210,7 @@ def domain_users(domains):
             entry = pwd.getpwnam(domain)
         except KeyError:
             continue
-        users.append(conf.User(entry.pw_name, entry.pw_uid, entry.pw_gid, [], []))
+        users.append((domain, conf.User(entry.pw_name, entry.pw_uid, entry.pw_gid, [], [])))
     return users
 
 

@@ -92,10 +92,13 @@ def check_limit(where, item, limit):
                         'give a number' % where)
 
 
-def profile_entries(limits, domains, field='profile'):
+def profile_entries(limits, domains, field='profile', by_domain=None):
     """Typed entries of a parsed profile ({item: Limit}, from limits_model.parse_profile) for
     each domain, with the same checks as :func:`parse_entries`; errors name ``profile.ITEM``
-    (and ``domains[N]``)."""
+    (and ``domains[N]``). ``by_domain``: {domain: {item: Limit}}, what is written for a domain
+    it names instead of the profile (contexts/pam.py ``domain_limits``: an item it leaves out
+    gets no entry there)."""
+    by_domain = by_domain or {}
     entries = []
     seen = {}
     for position, domain in enumerate(domains):
@@ -109,6 +112,11 @@ def profile_entries(limits, domains, field='profile'):
             field_name = '%s.%s' % (field, name)
             check_domain_item(where, domain, parsed, item)
             check_limit(field_name, item, limit)
+            if domain in by_domain:
+                if name not in by_domain[domain]:
+                    continue
+                limit = by_domain[domain][name]
+                check_limit(field_name, item, limit)
             entries.append(Entry(len(entries), domain, item, limit, field_name))
     return entries
 
