@@ -219,3 +219,96 @@ def test_property_a_login_of_every_domain_never_loses_a_side_not_named(tmp_path,
             # a plain value the domain already meets: no line of the collection's for it
             assert not [line for line in (change.new or '').splitlines()
                         if line.startswith(domain + ' ')], change.new
+
+
+# --- k8s_pod (containerd_cri): an item the base spec does not list is containerd's own ------
+
+def cri_root(tmp_path, rlimits):
+    spec = tmp_path / 'base.json'
+    spec.write_text(json.dumps({'ociVersion': '1.0.2-dev',
+                                'process': {'args': ['sh'], 'rlimits': rlimits}}, indent=4))
+    config = tmp_path / 'config.toml'
+    config.write_text('version = 2\n'
+                      '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+                      '  runtime_type = "io.containerd.runc.v2"\n'
+                      '  base_runtime_spec = "%s"\n' % spec)
+    return str(config), str(spec)
+
+
+def cri_request(limits, config, own, named=None):
+    request = Request(dict((k, None) for k in limits), limits, ['containerd_cri'],
+                      named=named, paths={'containerd_config': config})
+    request._read['containerd_limits'] = {'pid': 4242, 'limits': dict(
+        (name, {'soft': limit.soft, 'hard': limit.hard}) for name, limit in own.items())}
+    return request
+
+
+def tune_cri(request, spec):
+    for label, plan in containerd_cri.CONTEXT.plans(request, Host(), NoCeiling()):
+        change = plan()
+        if change.changed:
+            with open(change.path, 'w') as handle:
+                handle.write(change.new)
+
+
+def pod(spec, own):
+    """{item: Limit} a new pod gets: the spec's rlimits, containerd's own for the rest (the
+    oracle, reference section 9)."""
+    with open(spec) as handle:
+        listed = dict((entry['type'][len('RLIMIT_'):].lower(), model.Limit(*[
+            model.UNLIMITED if v == model.RLIM_INFINITY else v
+            for v in (entry['soft'], entry['hard'])]))
+            for entry in json.load(handle)['process']['rlimits'])
+    return dict((name, listed.get(name, limit)) for name, limit in own.items())
+
+
+def test_a_pod_keeps_containerds_nproc_that_the_base_spec_does_not_list(tmp_path):
+    """The demo's k8s_pod nproc 96367:96367 -> 8192:8192: the base spec lists nofile only, so
+    pods inherit containerd's nproc; a profile of nproc 8192 leaves the spec without one."""
+    config, spec = cri_root(tmp_path, [{'type': 'RLIMIT_NOFILE', 'soft': 1024, 'hard': 1024}])
+    own = {'nproc': model.Limit(96367, 96367), 'nofile': model.Limit(20000, 20000)}
+    request = cri_request({'nproc': model.Limit(8192, 8192), 'nofile': model.Limit(8192, 8192)},
+                          config, own)
+    assert pod(spec, own) == {'nproc': model.Limit(96367, 96367),
+                              'nofile': model.Limit(1024, 1024)}
+    tune_cri(request, spec)
+    assert pod(spec, own) == {'nproc': model.Limit(96367, 96367),
+                              'nofile': model.Limit(8192, 8192)}
+    with open(spec) as handle:
+        assert [e['type'] for e in json.load(handle)['process']['rlimits']] == ['RLIMIT_NOFILE']
+    assert containerd_cri.CONTEXT.current('containerd_cri', request, Host())['nproc'] == (
+        model.Limit(96367, 96367), "containerd's own limits (pid 4242)")
+
+
+CRI_ITEMS = [name for name in model.RLIMIT_ITEMS if model.ITEMS[name].kind != 'nice']
+
+
+@st.composite
+def cri_case(draw):
+    item = draw(st.sampled_from(CRI_ITEMS))
+    asked = draw(pair(item))
+    named = (draw(st.booleans()), draw(st.booleans()))
+    own = draw(pair(item))
+    if item == 'nofile':
+        own = model.Limit(own.hard, own.hard)     # Go raises containerd's soft nofile
+    listed = draw(st.one_of(st.none(), pair(item)))
+    return item, asked, named, own, listed
+
+
+@SETTINGS
+@given(case=cri_case())
+def test_property_a_pod_never_loses_a_side_not_named(tmp_path, case):
+    item, asked, named, own, listed = case
+    rlimits = [] if listed is None else [{
+        'type': 'RLIMIT_' + model.ITEMS[item].rlimit,
+        'soft': model.RLIM_INFINITY if listed.soft == model.UNLIMITED else listed.soft,
+        'hard': model.RLIM_INFINITY if listed.hard == model.UNLIMITED else listed.hard}]
+    config, spec = cri_root(tmp_path, rlimits)
+    request = cri_request({item: asked}, config, {item: own}, named=dict([(item, named)]))
+    before = pod(spec, {item: own})[item]
+    tune_cri(request, spec)
+    after = pod(spec, {item: own})[item]
+    assert after == expected(before, asked, named), (before, after)
+    if listed is None and not any(named) and expected(before, asked, named) == before:
+        with open(spec) as handle:     # met already: the spec is left as it is
+            assert json.load(handle)['process']['rlimits'] == []
