@@ -82,16 +82,18 @@ class Pam(Context):
     def domain_current(self, request, host, leave_out=None):
         """{domain: {item: (Limit, source)}}: what a new login of each domain of the profile
         gets now, side by side: the limits lines that apply to it (file:line), and, for a side
-        no line sets, what the session inherits from the process that opens it, the login
-        service (sshd, login, a getty: the system manager's defaults; pam_limits changes only
-        what lines set, reference section 1). Groups and uid ranges are left out (unknown).
+        no line sets, what the session inherits from the process that opens it (pam_limits
+        changes only what lines set, reference section 1), the highest of the ways a login
+        opens: a login service (sshd, login, a getty: the system manager's defaults) and
+        ``su -``/``runuser -l`` from this process (its own limits; su and runuser start soft
+        nofile at 1024, seen here, so its soft nofile does not count). Groups and uid ranges
+        are left out (unknown).
         ``leave_out``: a limits file whose lines do not count (what the domain gets without
         the collection's own file). None when the files cannot be read (the plan names them)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
             pam_limits_conf as conf)
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
         names = list(request.limits)
         try:
             version = pam_version(request, host)
@@ -112,10 +114,9 @@ class Pam(Context):
                     value, source = entry.get(side), entry.get(side + '_source')
                     if value is None:
                         if base is None:
-                            base = systemd_system.manager_now(request, host, names)
-                        if name in base:
-                            value = getattr(base[name][0], side)
-                            source = 'no limits line: the login service\'s, %s' % base[name][1]
+                            base = inherited(request, host, names)
+                        if (name, side) in base:
+                            value, source = base[(name, side)]
                     values[side] = value
                     if value is not None and source:
                         sources.append(source)
@@ -183,6 +184,33 @@ def root_wildcards():
     """Do ``*`` and ``@group`` lines apply to root? Not on Debian and Ubuntu (limits.conf(5))."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
     return not info.debian_family()
+
+
+def inherited(request, host, names):
+    """{(item, side): (value, source)} a login session starts with where no limits line sets
+    the side: the highest of the login service's (the system manager's defaults) and this
+    process's own (``su -``, ``runuser -l`` from here; not soft nofile, which they reset)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+        limits_model as model)
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
+    found = {}
+    for name, (limit, source) in systemd_system.manager_now(request, host, names).items():
+        for side in ('soft', 'hard'):
+            if getattr(limit, side) is not None:
+                found[(name, side)] = (getattr(limit, side),
+                                       "no limits line: the login service's, %s" % source)
+    own = request.read('login_opener', lambda: host_limits.proc_limits('self'))
+    for name in names:
+        for side in ('soft', 'hard'):
+            value = getattr(own.get(name), side, None)
+            if value is None or (name, side) == ('nofile', 'soft'):
+                continue
+            have = found.get((name, side))
+            if have is None or model.exceeds(value, have[0]):
+                found[(name, side)] = (value, 'no limits line: what su - and runuser -l from '
+                                              'here pass on (/proc/self/limits)')
+    return found
 
 
 def same(one, other):

@@ -42,6 +42,7 @@ def request_for(limits, domains=('*', 'root'), named=None, manager=None, **optio
                       named=named, **options)
     request._read['pam_version'] = None
     request._read['manager_now'] = (manager or {}, MANAGER)
+    request._read['login_opener'] = {}      # this process passes on nothing higher
     return request
 
 
@@ -99,6 +100,26 @@ def test_a_login_inherits_the_soft_side_no_line_sets_and_a_tune_keeps_it(tmp_pat
     assert pam.CONTEXT.current('pam', request, Host())['nproc'] == (
         manager['nproc'], "no limits line: the login service's, %s" % MANAGER)
     assert [k.as_dict()['action'] for k in request.kept['pam']] == ['kept', 'kept']
+
+
+def test_a_login_opened_here_passes_on_this_process_limits_but_not_soft_nofile(
+        tmp_path, monkeypatch):
+    """`runuser -l` from a process with more than the manager's defaults (a docker exec in a
+    node) passes its own on: a login's nproc is the higher of the two; soft nofile is not
+    passed on (su and runuser start it at 1024), the manager's is what sshd's sessions get."""
+    target = pam_root(tmp_path, monkeypatch)
+    request = request_for({'nproc': model.Limit(4096, 4096), 'nofile': model.Limit(2048, 2048)},
+                          domains=['*'], manager={'nproc': model.Limit(8192, 96367),
+                                                  'nofile': model.Limit(1024, 20000)})
+    request._read['login_opener'] = {'nproc': model.Limit(96367, 96367),
+                                     'nofile': model.Limit(20000, 20000)}
+    request.paths[pam.PATH.name] = target
+    now = pam.CONTEXT.domain_current(request, Host())['*']
+    assert now['nproc'][0] == model.Limit(96367, 96367)
+    assert now['nofile'][0] == model.Limit(1024, 20000)
+    change = tune_pam(request, target)
+    assert [' '.join(line.split()) for line in change.new.splitlines()
+            if not line.startswith('#')] == ['* soft nofile 2048', '* hard nofile 20000']
 
 
 def test_a_site_value_a_domain_already_meets_is_left_alone(tmp_path, monkeypatch):
