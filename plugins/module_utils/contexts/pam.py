@@ -186,25 +186,37 @@ def root_wildcards():
     return not info.debian_family()
 
 
+#: the side su and runuser do not pass on: they start a session's soft nofile at 1024
+SOFT_NOFILE = ('nofile', 'soft')
+
+
 def inherited(request, host, names):
     """{(item, side): (value, source)} a login session starts with where no limits line sets
     the side: the highest of the login service's (the system manager's defaults) and this
-    process's own (``su -``, ``runuser -l`` from here; not soft nofile, which they reset)."""
+    process's own (``su -``, ``runuser -l`` from here; not soft nofile, which they start at
+    1024; without systemd no login service starts from PID 1's soft nofile either)."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
         limits_model as model)
     from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
     from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+        systemd_live as sdlive)
     found = {}
+    services = request.read('systemd_running', sdlive.systemd_running)
     for name, (limit, source) in systemd_system.manager_now(request, host, names).items():
         for side in ('soft', 'hard'):
-            if getattr(limit, side) is not None:
+            if getattr(limit, side) is not None and (services or (name, side) != SOFT_NOFILE):
+                # without systemd, PID 1 starts no login service: its soft nofile is no login's
                 found[(name, side)] = (getattr(limit, side),
                                        "no limits line: the login service's, %s" % source)
+    if 'nofile' in names and SOFT_NOFILE not in found:
+        found[SOFT_NOFILE] = (1024, 'no limits line: su - and runuser -l start soft nofile at '
+                                    '1024')
     own = request.read('login_opener', lambda: host_limits.proc_limits('self'))
     for name in names:
         for side in ('soft', 'hard'):
             value = getattr(own.get(name), side, None)
-            if value is None or (name, side) == ('nofile', 'soft'):
+            if value is None or (name, side) == SOFT_NOFILE:
                 continue
             have = found.get((name, side))
             if have is None or model.exceeds(value, have[0]):

@@ -43,6 +43,7 @@ def request_for(limits, domains=('*', 'root'), named=None, manager=None, **optio
     request._read['pam_version'] = None
     request._read['manager_now'] = (manager or {}, MANAGER)
     request._read['login_opener'] = {}      # this process passes on nothing higher
+    request._read['systemd_running'] = True
     return request
 
 
