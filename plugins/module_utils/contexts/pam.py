@@ -79,7 +79,7 @@ class Pam(Context):
                             '; '.join(sorted(set(v[1] for v in s.values() if v[1])))))
                     for name, s in found.items() if s)
 
-    def domain_current(self, request, host, leave_out=None):
+    def domain_current(self, request, host, leave_out=None, lowest=False):
         """{domain: {item: (Limit, source)}}: what a new login of each domain of the profile
         gets now, side by side: the limits lines that apply to it (file:line), and, for a side
         no line sets, what the session inherits from the process that opens it (pam_limits
@@ -89,7 +89,9 @@ class Pam(Context):
         nofile at 1024, seen here, so its soft nofile does not count). Groups and uid ranges
         are left out (unknown).
         ``leave_out``: a limits file whose lines do not count (what the domain gets without
-        the collection's own file). None when the files cannot be read (the plan names them)."""
+        the collection's own file); ``lowest``: the lowest of the ways a login opens instead
+        (what every login of the domain gets at least). None when the files cannot be read
+        (the plan names them)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
@@ -114,7 +116,7 @@ class Pam(Context):
                     value, source = entry.get(side), entry.get(side + '_source')
                     if value is None:
                         if base is None:
-                            base = inherited(request, host, names)
+                            base = inherited(request, host, names, lowest)
                         if (name, side) in base:
                             value, source = base[(name, side)]
                     values[side] = value
@@ -138,7 +140,8 @@ class Pam(Context):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         now = self.domain_current(request, host) or {}
-        without = self.domain_current(request, host, leave_out=path) or {}
+        # no line only where every login of the domain gets the value without this file
+        without = self.domain_current(request, host, leave_out=path, lowest=True) or {}
         result, records = {}, []
         for domain, current in now.items():
             limits = {}
@@ -190,11 +193,12 @@ def root_wildcards():
 SOFT_NOFILE = ('nofile', 'soft')
 
 
-def inherited(request, host, names):
+def inherited(request, host, names, lowest=False):
     """{(item, side): (value, source)} a login session starts with where no limits line sets
-    the side: the highest of the login service's (the system manager's defaults) and this
-    process's own (``su -``, ``runuser -l`` from here; not soft nofile, which they start at
-    1024; without systemd no login service starts from PID 1's soft nofile either)."""
+    the side: the highest (``lowest``: the lowest) of the login service's (the system
+    manager's defaults) and this process's own (``su -``, ``runuser -l`` from here; not soft
+    nofile, which they start at 1024; without systemd no login service starts from PID 1's
+    soft nofile either)."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
         limits_model as model)
     from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
@@ -209,9 +213,10 @@ def inherited(request, host, names):
                 # without systemd, PID 1 starts no login service: its soft nofile is no login's
                 found[(name, side)] = (getattr(limit, side),
                                        "no limits line: the login service's, %s" % source)
-    if 'nofile' in names and SOFT_NOFILE not in found:
-        found[SOFT_NOFILE] = (1024, 'no limits line: su - and runuser -l start soft nofile at '
-                                    '1024')
+    su = (1024, 'no limits line: su - and runuser -l start soft nofile at 1024')
+    if 'nofile' in names and (SOFT_NOFILE not in found or
+                              model.exceeds(found[SOFT_NOFILE][0], 1024) == lowest):
+        found[SOFT_NOFILE] = su
     own = request.read('login_opener', lambda: host_limits.proc_limits('self'))
     for name in names:
         for side in ('soft', 'hard'):
@@ -219,7 +224,8 @@ def inherited(request, host, names):
             if value is None or (name, side) == SOFT_NOFILE:
                 continue
             have = found.get((name, side))
-            if have is None or model.exceeds(value, have[0]):
+            if have is None or model.exceeds(value, have[0]) != lowest and \
+                    model.compare(value, have[0]) != 0:
                 found[(name, side)] = (value, 'no limits line: what su - and runuser -l from '
                                               'here pass on (/proc/self/limits)')
     return found
