@@ -20,17 +20,21 @@ def login(host, user=USER):
 
 @pytest.fixture
 def untuned(host):
-    """A node whose limits files set no nofile or nproc line for `*` and root (the role's file
-    moved aside); everything put back afterwards."""
+    """A node whose limits files set no nofile or nproc line (the role's file moved aside);
+    everything put back afterwards, whatever the test did."""
     before = checksums(host, FILES + [LIMITS_CONF])
-    host.check_output('mkdir -p %s && cp -a %s %s/ && cp -a %s %s/ && rm -f %s'
-                      % (SAVED, PAM, SAVED, LIMITS_CONF, SAVED, PAM))
-    lines = host.check_output("grep -rhE '^[^#]*(nofile|nproc)' /etc/security/limits.conf "
-                              "/etc/security/limits.d/ || true")
-    assert lines.strip() == '', lines
-    yield
-    host.check_output('cp -a %s/%s %s && cp -a %s/limits.conf %s && rm -rf %s'
-                      % (SAVED, PAM.rsplit('/', 1)[1], PAM, SAVED, LIMITS_CONF, SAVED))
+    host.check_output('rm -rf %s && mkdir -p %s && cp -a %s %s/ && cp -a %s %s/ && rm -f %s'
+                      % (SAVED, SAVED, PAM, SAVED, LIMITS_CONF, SAVED, PAM))
+    try:
+        # pam_limits reads limits.conf and limits.d/*.conf only (backups~ are not read)
+        lines = host.check_output("grep -hE '^[^#]*(nofile|nproc)' %s "
+                                  "/etc/security/limits.d/*.conf 2>/dev/null || true"
+                                  % LIMITS_CONF)
+        assert lines.strip() == '', lines
+        yield
+    finally:
+        host.check_output('cp -a %s/%s %s && cp -a %s/limits.conf %s && rm -rf %s'
+                          % (SAVED, PAM.rsplit('/', 1)[1], PAM, SAVED, LIMITS_CONF, SAVED))
     assert checksums(host, FILES + [LIMITS_CONF]) == before
 
 
