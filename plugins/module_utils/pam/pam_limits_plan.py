@@ -367,11 +367,13 @@ def clamped_value(line, files, entry):
         model.to_limits_conf(entry.item, hard), line.value, model.format_human(entry.item, hard))
 
 
-def wildcard_root_warnings(entries):
+def wildcard_root_warnings(entries, asked=()):
+    """Advice to add root's own entry where a ``*`` entry has none; not when root is one of
+    the ``asked`` domains (limits_profile leaves out a line root's login already meets)."""
     domains = set(e.key for e in entries)
     warnings = []
     for entry in entries:
-        if entry.domain == '*' and entry.limit is not None \
+        if entry.domain == '*' and entry.limit is not None and 'root' not in asked \
                 and ('root', entry.item.name) not in domains:
             warnings.append('%s: "*" entries do not apply to root (limits.conf(5)); add a root '
                             'entry for %s if root runs training jobs'
@@ -445,7 +447,7 @@ def plan_entries(entries, path, state='present', exclusive=False, on_conflict='f
     refused, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), force)
     if refused:
         raise changes.Failure('; '.join(refused), result, errors=refused)
-    warnings = forced + wildcard_root_warnings(entries)
+    warnings = forced + wildcard_root_warnings(entries, prune)
     if not target_is_read(path, limits_conf, limits_dir):
         warnings.append('%s is not read by pam_limits (only %s and %s/*.conf are)'
                         % (path, limits_conf, limits_dir))

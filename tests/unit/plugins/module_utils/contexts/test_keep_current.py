@@ -147,6 +147,19 @@ def test_a_site_value_a_domain_already_meets_is_left_alone(tmp_path, monkeypatch
     assert not tune_pam(request, target).changed
 
 
+def test_root_left_out_because_it_meets_the_profile_is_not_advised_an_entry(
+        tmp_path, monkeypatch):
+    """`*` needs a line, root already has the profile (its own line): no advice to add a root
+    entry, which would change nothing."""
+    target = pam_root(tmp_path, monkeypatch, 'root soft nofile 8192\nroot hard nofile 8192\n')
+    request = request_for({'nofile': model.Limit(8192, 8192)},
+                          manager={'nofile': model.Limit(1024, 4096)})
+    change = tune_pam(request, target)
+    assert [' '.join(line.split()) for line in change.new.splitlines()
+            if not line.startswith('#')] == ['* soft nofile 8192', '* hard nofile 8192']
+    assert not [w for w in change.warnings if 'do not apply to root' in w], change.warnings
+
+
 def test_a_value_only_the_collections_file_gives_is_kept_there(tmp_path, monkeypatch):
     """A plain value lower than what an earlier run wrote keeps the earlier lines."""
     target = pam_root(tmp_path, monkeypatch)
