@@ -132,11 +132,12 @@ class Pam(Context):
         return result
 
     def domain_limits(self, request, host, ceiling, path):
-        """{domain: {item: Limit}} the collection's file ``path`` holds for each domain whose
-        login is known: the profile kept at what the domain gets now on each side not named
-        (model.keep), and no line at all where the domain gets exactly that without this file
-        (a plain value the domain already meets changes nothing). Domains left out (groups,
-        ranges) get the profile as asked. What was kept or lowered is in ``kept['pam']``."""
+        """{domain: {item: (Limit, write)}} for each domain whose login is known: the profile
+        kept at what the domain gets now on each side not named (model.keep), with ``write``
+        False where the domain gets exactly that without the collection's file ``path`` (a
+        plain value the domain already meets changes nothing: no line; the entry is still
+        checked against narrower lines). Domains left out (groups, ranges) get the profile as
+        asked. What was kept or lowered is in ``kept['pam']``."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         now = self.domain_current(request, host) or {}
@@ -152,9 +153,8 @@ class Pam(Context):
                                           have, source, top)
                 records.extend(r for r in found if r not in records)
                 other = (without.get(domain) or {}).get(name)
-                if other is not None and same(limit, other[0]):
-                    continue    # the domain has it without the collection's line
-                limits[name] = limit
+                # no line where the domain has it without the collection's line
+                limits[name] = (limit, not (other is not None and same(limit, other[0])))
             result[domain] = limits
         request.kept[self.name] = records
         return result

@@ -160,6 +160,22 @@ def test_root_left_out_because_it_meets_the_profile_is_not_advised_an_entry(
     assert not [w for w in change.warnings if 'do not apply to root' in w], change.warnings
 
 
+def test_a_domain_left_without_a_line_still_names_a_narrower_line_that_gives_less(
+        tmp_path, monkeypatch):
+    """`*` already has the profile, so no line is written for it; a user's own line that gives
+    that user less is still reported (the tune and the audit name the same cause)."""
+    target = pam_root(tmp_path, monkeypatch, '* soft nofile 12000\n* hard nofile 18000\n')
+    (tmp_path / 'limits.d' / '05-site.conf').write_text(
+        'agree soft nofile 2048\nagree hard nofile 2048\n')
+    request = request_for({'nofile': model.Limit(8192, 8192)}, domains=['*'],
+                          manager={'nofile': model.Limit(1024, 20000)})
+    change = tune_pam(request, target)
+    assert not change.changed and change.new is None
+    assert [(o['path'], o['line']) for o in change.result['overrides']] == [
+        (str(tmp_path / 'limits.d' / '05-site.conf'), 1),
+        (str(tmp_path / 'limits.d' / '05-site.conf'), 2)], change.result['overrides']
+
+
 def test_a_value_only_the_collections_file_gives_is_kept_there(tmp_path, monkeypatch):
     """A plain value lower than what an earlier run wrote keeps the earlier lines."""
     target = pam_root(tmp_path, monkeypatch)
