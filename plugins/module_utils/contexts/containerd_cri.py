@@ -52,6 +52,27 @@ def oci_limit(entry):
     return model.Limit(side(entry['soft']), side(entry['hard']))
 
 
+def inherited(name, live):
+    """The Limit a pod gets for ``name`` from containerd's own process limits ``live``
+    ({soft, hard}): Go raises a process's soft nofile to its hard one."""
+    soft, hard = live['soft'], live['hard']
+    if name == 'nofile':
+        soft = hard
+    return model.Limit(soft, hard)
+
+
+def own_limits(request):
+    """{item: (Limit, source)} of every item a pod inherits from containerd's running process
+    (read once a call; {} when containerd does not run)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
+    running = request.read('containerd_limits', info.containerd_limits)
+    return dict((name, (inherited(name, live),
+                        "containerd's own limits (pid %s%s)" % (
+                            running['pid'], ', soft raised to hard by Go' if name == 'nofile'
+                            else '')))
+                for name, live in (running.get('limits') or {}).items())
+
+
 PATH = Option('containerd_config', 'path', default=CONFIG, description=(
     "containerd's configuration file (the C(containerd_cri) context). A file that does not "
     "parse, a handler's base spec that is missing or not an OCI spec is refused, naming the "
@@ -130,7 +151,9 @@ class ContainerdCri(Context):
             containerd_spec_plan as csp)
         config = request.paths[self.path_option]
         try:
-            planned = csp.plan(host.run_command, self.limits(self.name, request, host, ceiling),
+            planned = csp.plan(host.run_command,
+                               lambda path, spec, created: self.spec_limits(
+                                   request, ceiling, path, spec, created),
                                config=config,
                                create=request.containerd_create_spec, field='profile')
         except errors.Error as exc:
@@ -186,9 +209,9 @@ class ContainerdCri(Context):
                 for path, change in found]
 
     def current(self, label, request, host):
-        """The highest rlimits of the handlers' base specs (``PATH process.rlimits``): what
-        pods of those handlers get now. A handler without a base spec is left out (its pods
-        have containerd's own limits, which the units context keeps)."""
+        """What a new pod gets now, the highest of the handlers: each base spec's rlimits
+        (``PATH process.rlimits``), and containerd's own limits for an item a spec does not
+        list and for every item of a handler without a base spec (:meth:`spec_current`)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
             containerd_cri_conf as cc)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
@@ -198,22 +221,68 @@ class ContainerdCri(Context):
         found = {}
         try:
             _text, data, version = csp.read_config(request.paths[self.path_option])
-            paths = sorted(set(p for p in cc.handlers(data, version).values() if p))
-            for path in paths:
-                text = csp.read_text(path)
-                if text is None:
-                    continue
-                for entry in (oci.parse(text, path).get('process') or {}).get('rlimits') or []:
-                    item = ITEM_BY_RLIMIT.get(str(entry.get('type', ''))[len('RLIMIT_'):])
-                    if item is None or item.name not in request.limits:
-                        continue
-                    limit = oci_limit(entry)
-                    have = found.get(item.name)
-                    if have is None or model.exceeds(limit.hard, have[0].hard):
-                        found[item.name] = (limit, '%s process.rlimits' % path)
+            handlers = cc.handlers(data, version)
+            specs = [(path, oci.parse(csp.read_text(path), path))
+                     for path in sorted(set(p for p in handlers.values() if p))
+                     if csp.read_text(path) is not None]
         except (errors.Error, IOError, OSError, ValueError, TypeError, KeyError):
             return {}   # the plan names the file it cannot read
+        if not handlers or not all(handlers.values()):
+            specs.append((None, None))      # a handler without a base spec (runc's default)
+        for path, spec in specs:
+            for name, (limit, source) in self.spec_current(request, path, spec).items():
+                have = found.get(name)
+                if have is None or model.exceeds(limit.hard, have[0].hard) or (
+                        model.compare(limit.hard, have[0].hard) == 0 and
+                        model.exceeds(limit.soft, have[0].soft)):
+                    found[name] = (limit, source)
         return found
+
+    def spec_current(self, request, path, spec):
+        """{item: (Limit, source)} what a new pod of a handler whose base spec is ``path``
+        (``spec``: its parsed content; None: no spec yet) gets now: the spec's rlimit entries,
+        and, for an item the spec does not list, containerd's own (the OCI runtime sets only
+        the rlimits the spec lists; the rest are inherited through the shim)."""
+        found = {}
+        for entry in ((spec or {}).get('process') or {}).get('rlimits') or []:
+            try:
+                item = ITEM_BY_RLIMIT.get(str(entry.get('type', ''))[len('RLIMIT_'):])
+                limit = oci_limit(entry)
+            except (AttributeError, KeyError, TypeError, ValueError):
+                continue    # the plan's patch names the entry it cannot read
+            if item is not None and item.name in request.limits:
+                found[item.name] = (limit, '%s process.rlimits' % path)
+        for name, value in own_limits(request).items():
+            if name in request.limits:
+                found.setdefault(name, value)
+        return found
+
+    def spec_limits(self, request, ceiling, path, spec, created=False):
+        """{item: Limit} to patch into the base spec ``path`` (``spec``: its content; with
+        ``created``, the default spec it is created from, and its pods have containerd's own
+        limits now): the profile kept at what its pods get now (:meth:`spec_current`), less an
+        item the spec does not list whose inherited value already meets the profile (nothing
+        to change); a spec created from ``ctr oci spec`` also gets containerd's own value for
+        an item outside the profile that the default spec lists (its nofile 1024:1024 would
+        lower every pod)."""
+        current = self.spec_current(request, path, None if created else spec)
+        label = '%s:%s' % (self.name, path)
+        limits = request.limits_for(label, current, ceiling)
+        listed = set()
+        for entry in ((spec or {}).get('process') or {}).get('rlimits') or []:
+            kind = entry.get('type', '') if isinstance(entry, dict) else ''
+            item = ITEM_BY_RLIMIT.get(str(kind)[len('RLIMIT_'):])
+            if item is not None:
+                listed.add(item.name)
+        for name in list(limits):
+            have = current.get(name)
+            if name not in listed and have is not None and have[0] == limits[name]:
+                del limits[name]
+        if created:
+            for name, (limit, _source) in own_limits(request).items():
+                if name in listed and name not in limits and name not in request.limits:
+                    limits[name] = limit
+        return limits
 
     def act(self, change, actions, state, host):
         state['containerd_cri'] = True
@@ -306,11 +375,9 @@ class ContainerdCri(Context):
             setting = report['containerd_configured'].get(item) or {}
             origin = ('%s:%s' % (setting['source'], setting['line'])
                       if setting.get('source') else 'the unit or manager default')
-            soft, hard = live['soft'], live['hard']
-            note = ''
-            if item == 'nofile':
-                soft = hard
-                note = ', soft raised to hard by Go'
+            limit = inherited(item, live)
+            soft, hard = limit.soft, limit.hard
+            note = ', soft raised to hard by Go' if item == 'nofile' else ''
             found[item] = dict(soft=soft, hard=hard, source=(
                 '%s: containerd\'s own limits (%s%s), set by %s' % (how, why, note, origin)))
         return found

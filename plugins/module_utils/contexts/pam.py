@@ -42,7 +42,8 @@ class Pam(Context):
             path = request.paths[self.path_option]
             try:
                 entries = pam_limits_plan.profile_entries(
-                    self.limits(self.name, request, host, ceiling), request.domains)
+                    request.limits, request.domains,
+                    by_domain=self.domain_limits(request, host, ceiling, path))
             except pam_limits_plan.PlanError as exc:
                 raise changes.Failure(str(exc), pam_limits_plan.new_result(path),
                                       kind=exc.kind)
@@ -61,43 +62,104 @@ class Pam(Context):
             request.paths[self.path_option], request.domains, versions.pam_version(host)))]
 
     def current(self, label, request, host):
-        """What a login of each domain gets now, the highest of the domains: the limits lines
-        that apply to it (file:line), or, for a hard side no line sets, what the login service
-        inherits (the system manager's defaults, read only when a line is missing)."""
+        """What a new login gets now, the highest of the profile's domains (each side as
+        :meth:`domain_current` has it)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
+        found = {}
+        for now in (self.domain_current(request, host) or {}).values():
+            for name, (limit, source) in now.items():
+                sides = found.setdefault(name, {})
+                for side in ('soft', 'hard'):
+                    value = getattr(limit, side)
+                    if value is not None and (side not in sides or
+                                              model.exceeds(value, sides[side][0])):
+                        sides[side] = (value, source.get(side))
+        # each side with its own source (model.keep.side_source)
+        return dict((name, (model.Limit(s.get('soft', (None,))[0], s.get('hard', (None,))[0]),
+                            dict((side, v[1]) for side, v in s.items() if v[1])))
+                    for name, s in found.items() if s)
+
+    def domain_current(self, request, host, leave_out=None, lowest=False):
+        """{domain: {item: (Limit, source)}}: what a new login of each domain of the profile
+        gets now, side by side: the limits lines that apply to it (file:line), and, for a side
+        no line sets, what the session inherits from the process that opens it (pam_limits
+        changes only what lines set, reference section 1), the highest of the ways a login
+        opens: a login service (sshd, login, a getty: the system manager's defaults) and
+        ``su -``/``runuser -l`` from this process (its own limits; su and runuser start soft
+        nofile at 1024, seen here, so its soft nofile does not count). Groups and uid ranges
+        are left out (unknown).
+        ``leave_out``: a limits file whose lines do not count (what the domain gets without
+        the collection's own file); ``lowest``: the lowest of the ways a login opens instead
+        (what every login of the domain gets at least). None when the files cannot be read
+        (the plan names them)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
             pam_limits_conf as conf)
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
         names = list(request.limits)
         try:
             version = pam_version(request, host)
             files = [f for f in (conf.read_file(path, version)
-                                 for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)) if f]
+                                 for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)
+                                 if path != leave_out) if f]
         except (IOError, OSError, ValueError):
-            return {}   # the plan names the file it cannot read
-        sets = [conf.resolve(files, user, root_wildcards=root_wildcards())['effective']
-                for user in domain_users(request.domains)]
-        # the soft side a session starts with is not the service's (su - starts at 1024 under
-        # a shell of 20000): only lines count there; a hard side no line sets is inherited
-        unset = [n for n in names if any((e.get(n) or {}).get('hard') is None for e in sets)]
-        base = systemd_system.manager_now(request, host, unset)
-        found = {}
-        for effective in sets:
+            return None
+        result = {}
+        base = None
+        for domain, user in domain_user_pairs(request.domains):
+            effective = conf.resolve(files, user, root_wildcards=root_wildcards())['effective']
+            found = {}
             for name in names:
                 entry = effective.get(name) or {}
+                values, sources = {}, {}
                 for side in ('soft', 'hard'):
                     value, source = entry.get(side), entry.get(side + '_source')
-                    if value is None and side == 'hard' and name in base:
-                        value, source = base[name][0].hard, base[name][1]
-                    have = found.setdefault(name, {}).get(side)
-                    if value is not None and (have is None or model.exceeds(value, have[0])):
-                        found[name][side] = (value, source)
-        # each side with its own source: a hard side kept cites the line that sets the hard
-        # side, not the soft one (model.keep.side_source)
-        return dict((name, (model.Limit(s.get('soft', (None,))[0], s.get('hard', (None,))[0]),
-                            dict((side, v[1]) for side, v in s.items())))
-                    for name, s in found.items() if s)
+                    if value is None:
+                        if base is None:
+                            base = inherited(request, host, names, lowest)
+                        if (name, side) in base:
+                            value, source = base[(name, side)]
+                    values[side] = value
+                    if value is not None and source:
+                        sources[side] = source
+                soft, hard = values['soft'], values['hard']
+                if soft is not None and hard is not None and model.exceeds(soft, hard):
+                    soft = hard     # pam_limits clamps a soft value above the hard one
+                if soft is not None or hard is not None:
+                    # each side with its own source: a hard side kept cites the line that
+                    # sets the hard side, not the soft one (model.keep.side_source)
+                    found[name] = (model.Limit(soft, hard), sources)
+            result[domain] = found
+        return result
+
+    def domain_limits(self, request, host, ceiling, path):
+        """{domain: {item: (Limit, write)}} for each domain whose login is known: the profile
+        kept at what the domain gets now on each side not named (model.keep), with ``write``
+        False where the domain gets exactly that without the collection's file ``path`` (a
+        plain value the domain already meets changes nothing: no line; the entry is still
+        checked against narrower lines). Domains left out (groups, ranges) get the profile as
+        asked. What was kept or lowered is in ``kept['pam']``."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
+        now = self.domain_current(request, host) or {}
+        # no line only where every login of the domain gets the value without this file
+        without = self.domain_current(request, host, leave_out=path, lowest=True) or {}
+        result, records = {}, []
+        for domain, current in now.items():
+            limits = {}
+            for name, asked in request.limits.items():
+                have, source = current.get(name) or (None, None)
+                top = ceiling.hard_ceiling(name)[0] if ceiling is not None else None
+                limit, found = model.keep(name, asked, request.named.get(name, (False, False)),
+                                          have, source, top)
+                records.extend(r for r in found if r not in records)
+                other = (without.get(domain) or {}).get(name)
+                # no line where the domain has it without the collection's line
+                limits[name] = (limit, not (other is not None and same(limit, other[0])))
+            result[domain] = limits
+        request.kept[self.name] = records
+        return result
 
     def probe_command(self, user, uid, params):
         return probes.login_command(user)
@@ -146,16 +208,66 @@ def root_wildcards():
     return not info.debian_family()
 
 
-def domain_users(domains):
-    """A user each domain of the profile applies to: root for ``root``, an unprivileged user
-    in no group for ``*``, the user itself for a user name; groups and ranges are left out (a
-    member's value depends on its other lines)."""
+#: the side su and runuser do not pass on: they start a session's soft nofile at 1024
+SOFT_NOFILE = ('nofile', 'soft')
+
+
+def inherited(request, host, names, lowest=False):
+    """{(item, side): (value, source)} a login session starts with where no limits line sets
+    the side: the highest (``lowest``: the lowest) of the login service's (the system
+    manager's defaults) and this process's own (``su -``, ``runuser -l`` from here; not soft
+    nofile, which they start at 1024; without systemd no login service starts from PID 1's
+    soft nofile either)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+        limits_model as model)
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+        systemd_live as sdlive)
+    found = {}
+    services = request.read('systemd_running', sdlive.systemd_running)
+    for name, (limit, source) in systemd_system.manager_now(request, host, names).items():
+        for side in ('soft', 'hard'):
+            if getattr(limit, side) is not None and (services or (name, side) != SOFT_NOFILE):
+                # without systemd, PID 1 starts no login service: its soft nofile is no login's
+                found[(name, side)] = (getattr(limit, side),
+                                       "no limits line: the login service's, %s" % source)
+    su = (1024, 'no limits line: su - and runuser -l start soft nofile at 1024')
+    if 'nofile' in names and (SOFT_NOFILE not in found or
+                              model.exceeds(found[SOFT_NOFILE][0], 1024) == lowest):
+        found[SOFT_NOFILE] = su
+    own = request.read('login_opener', lambda: host_limits.proc_limits('self'))
+    for name in names:
+        for side in ('soft', 'hard'):
+            value = getattr(own.get(name), side, None)
+            if value is None or (name, side) == SOFT_NOFILE:
+                continue
+            have = found.get((name, side))
+            if have is None or model.exceeds(value, have[0]) != lowest and \
+                    model.compare(value, have[0]) != 0:
+                found[(name, side)] = (value, 'no limits line: what su - and runuser -l from '
+                                              'here pass on (/proc/self/limits)')
+    return found
+
+
+def same(one, other):
+    """Do two Limits give the same on both sides (neither unknown)?"""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+        limits_model as model)
+    return all(a is not None and b is not None and model.compare(a, b) == 0
+               for a, b in ((one.soft, other.soft), (one.hard, other.hard)))
+
+
+def domain_user_pairs(domains):
+    """[(domain, user)]: a user each domain of the profile applies to: root for ``root``, an
+    unprivileged user in no group for ``*``, the user itself for a user name; groups and
+    ranges are left out (a member's value depends on its other lines)."""
     import pwd
     from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
     users = []
     for domain in domains:
         if domain == '*':
-            users.append(conf.User('gpufleet-any-user', 65533, 65533, [], []))
+            users.append((domain, conf.User('gpufleet-any-user', 65533, 65533, [], [])))
             continue
         if domain[:1] in ('@', '%') or ':' in domain:
             continue
@@ -163,7 +275,7 @@ def domain_users(domains):
             entry = pwd.getpwnam(domain)
         except KeyError:
             continue
-        users.append(conf.User(entry.pw_name, entry.pw_uid, entry.pw_gid, [], []))
+        users.append((domain, conf.User(entry.pw_name, entry.pw_uid, entry.pw_gid, [], [])))
     return users
 
 

@@ -60,8 +60,10 @@ def default_spec(run_command):
 
 def plan(run_command, limits, config=cc.CONFIG, handlers=None, create=False,
          spec_path=oci.DEFAULT_PATH, field='handlers'):
-    """The Plan for ``limits`` ({item: Limit}); raises errors.Error naming the file or
-    ``field`` (the user's option naming the handlers). Writes nothing."""
+    """The Plan for ``limits`` ({item: Limit}, or a function of a base spec's path, its
+    parsed content and whether it is created here, that returns them: what each spec's pods
+    get depends on what it lists now); raises errors.Error naming the file or ``field`` (the user's
+    option naming the handlers). Writes nothing."""
     text, data, version = read_config(config)
     present = cc.handlers(data, version)
     wanted = handlers or sorted(set(present) | set(['runc']))
@@ -89,7 +91,8 @@ def plan(run_command, limits, config=cc.CONFIG, handlers=None, create=False,
                                % (config, name, path), where=config, kind=errors.BAD_INPUT)
         source = old if old is not None else default_spec(run_command)
         spec = oci.parse(source, path if old is not None else 'ctr oci spec')
-        new_spec, skipped = oci.patch(spec, limits, path)[0::2]
+        wanted = limits(path, spec, old is None) if callable(limits) else limits
+        new_spec, skipped = oci.patch(spec, wanted, path)[0::2]
         new = oci.render(new_spec, source)
         seen[path] = True
         if new != old:

@@ -57,6 +57,7 @@ def config(tmp_path, spec=None):
 def plans(path, create=False, host=None):
     request = Request(PROFILE, model.parse_profile(PROFILE, 'profile'), ['containerd_cri'],
                       paths={'containerd_config': str(path)}, containerd_create_spec=create)
+    request._read['containerd_limits'] = {}     # containerd's own limits: unknown here
     return [(label, plan()) for label, plan in CONTEXT.plans(request, host or Host(), None)]
 
 
