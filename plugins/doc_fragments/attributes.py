@@ -57,6 +57,15 @@ options:
 
     # The force option of docker_ulimits and podman_ulimits.
     RUNTIME_FORCE = r'''
+notes:
+  - Refuses, with nothing written, C(nofile) C(unlimited) and a hard C(nofile) above C(fs.nr_open)
+    (the kernel caps C(nofile) there; not even O(force=true) writes them); unknown items and items
+    that are not rlimits (C(maxlogins), C(priority), C(nonewprivs)); soft above hard; a missing soft
+    or hard side with no existing entry to take it from; a value below its item's floor, with or
+    without O(force) (docs/limit-model.md lists the floors); an O(shm_size) that is not a size; and,
+    unless O(force=true), a hard value above what this host lets the container runtime set (PID 1's
+    hard limit when root lacks CAP_SYS_RESOURCE, as in a container), where new containers would fail
+    to start. The message names the option, C(ulimits.ITEM) or C(shm_size).
 options:
   force:
     description:

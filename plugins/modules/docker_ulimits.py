@@ -24,14 +24,6 @@ description:
     when missing. The write is atomic and keeps the file's owner and mode.
   - The file is rewritten (indent 2, trailing newline) only when its content changes; a file
     that already means the requested values is left as it is, byte for byte.
-  - Refuses, with nothing written, C(nofile) C(unlimited) and a hard C(nofile) above C(fs.nr_open)
-    (the kernel caps C(nofile) there; not even O(force=true) writes them); unknown items and items
-    that are not rlimits (C(maxlogins), C(priority), C(nonewprivs)); soft above hard; a missing soft
-    or hard side with no existing entry to take it from; a value below its item's floor, with or
-    without O(force) (docs/limit-model.md lists the floors); an O(shm_size) that is not a size; and,
-    unless O(force=true), a hard value above what this host lets the container runtime set (PID 1's
-    hard limit when root lacks CAP_SYS_RESOURCE, as in a container), where new containers would fail
-    to start. The message names the option, C(ulimits.ITEM) or C(shm_size).
   - Refuses, leaving the file untouched, when the file is not valid JSON (the message names
     line and column), when an existing C(default-ulimits) entry that would be kept cannot be
     read (line and column), and when the docker unit's effective C(ExecStart) (including

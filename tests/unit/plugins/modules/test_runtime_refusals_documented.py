@@ -12,6 +12,7 @@ import re
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.tuning.plugins.doc_fragments import attributes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
@@ -120,10 +121,15 @@ def refusing_paragraphs(module):
     """The paragraphs of the module's description and notes that say what it refuses, their
     markup (C(...), O(...)) taken off and lines joined."""
     doc = yaml.safe_load(MODULES[module][0].DOCUMENTATION)
+    # with the notes of the collection's doc fragments it extends (attributes.RUNTIME_FORCE)
+    docs = [doc] + [yaml.safe_load(getattr(attributes.ModuleDocFragment, name.split('.')[-1]))
+                    for name in doc.get('extends_documentation_fragment') or []
+                    if name.startswith('gpufleet.tuning.attributes.')]
     paragraphs = []
     for part in ('description', 'notes'):
-        value = doc.get(part) or []
-        paragraphs += [value] if isinstance(value, str) else value
+        for each in docs:
+            value = each.get(part) or []
+            paragraphs += [value] if isinstance(value, str) else value
     plain = [' '.join(re.sub(r'\b[A-Z]{1,2}\(([^)]*)\)', r'\1', p).split()) for p in paragraphs]
     return [p for p in plain if re.search(r'\brefus', p, re.I)]
 
