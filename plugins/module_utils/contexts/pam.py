@@ -43,7 +43,7 @@ class Pam(Context):
             try:
                 entries = pam_limits_plan.profile_entries(
                     request.limits, request.domains,
-                    by_domain=self.domain_limits(request, host, ceiling, path))
+                    by_domain=self.domain_limits(request, host, ceiling))
             except pam_limits_plan.PlanError as exc:
                 raise changes.Failure(str(exc), pam_limits_plan.new_result(path),
                                       kind=exc.kind)
@@ -80,7 +80,7 @@ class Pam(Context):
                             dict((side, v[1]) for side, v in s.items() if v[1])))
                     for name, s in found.items() if s)
 
-    def domain_current(self, request, host, leave_out=None, lowest=False):
+    def domain_current(self, request, host):
         """{domain: {item: (Limit, source)}}: what a new login of each domain of the profile
         gets now, side by side: the limits lines that apply to it (file:line), and, for a side
         no line sets, what the session inherits from the process that opens it (pam_limits
@@ -88,11 +88,7 @@ class Pam(Context):
         opens: a login service (sshd, login, a getty: the system manager's defaults) and
         ``su -``/``runuser -l`` from this process (its own limits; su and runuser start soft
         nofile at 1024, seen here, so its soft nofile does not count). Groups and uid ranges
-        are left out (unknown).
-        ``leave_out``: a limits file whose lines do not count (what the domain gets without
-        the collection's own file); ``lowest``: the lowest of the ways a login opens instead
-        (what every login of the domain gets at least). None when the files cannot be read
-        (the plan names them)."""
+        are left out (unknown). None when the files cannot be read (the plan names them)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
@@ -101,8 +97,7 @@ class Pam(Context):
         try:
             version = pam_version(request, host)
             files = [f for f in (conf.read_file(path, version)
-                                 for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)
-                                 if path != leave_out) if f]
+                                 for path in conf.pam_order(LIMITS_CONF, LIMITS_DIR)) if f]
         except (IOError, OSError, ValueError):
             return None
         result = {}
@@ -117,7 +112,7 @@ class Pam(Context):
                     value, source = entry.get(side), entry.get(side + '_source')
                     if value is None:
                         if base is None:
-                            base = inherited(request, host, names, lowest)
+                            base = inherited(request, host, names)
                         if (name, side) in base:
                             value, source = base[(name, side)]
                     values[side] = value
@@ -133,18 +128,16 @@ class Pam(Context):
             result[domain] = found
         return result
 
-    def domain_limits(self, request, host, ceiling, path):
+    def domain_limits(self, request, host, ceiling):
         """{domain: {item: (Limit, write)}} for each domain whose login is known: the profile
-        kept at what the domain gets now on each side not named (model.keep), with ``write``
-        False where the domain gets exactly that without the collection's file ``path`` (a
-        plain value the domain already meets changes nothing: no line; the entry is still
-        checked against narrower lines). Domains left out (groups, ranges) get the profile as
-        asked. What was kept or lowered is in ``kept['pam']``."""
+        kept at what the domain gets now on each side not named (model.keep), so that a plain
+        value the domain already meets changes no value there. Every entry is written: the
+        collection's line is what holds the value against an earlier line (a package's
+        limits.d file) that would give less. Domains left out (groups, ranges) get the profile
+        as asked. What was kept or lowered is in ``kept['pam']``."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)
         now = self.domain_current(request, host) or {}
-        # no line only where every login of the domain gets the value without this file
-        without = self.domain_current(request, host, leave_out=path, lowest=True) or {}
         result, records = {}, []
         for domain, current in now.items():
             limits = {}
@@ -154,9 +147,7 @@ class Pam(Context):
                 limit, found = model.keep(name, asked, request.named.get(name, (False, False)),
                                           have, source, top)
                 records.extend(r for r in found if r not in records)
-                other = (without.get(domain) or {}).get(name)
-                # no line where the domain has it without the collection's line
-                limits[name] = (limit, not (other is not None and same(limit, other[0])))
+                limits[name] = (limit, True)
             result[domain] = limits
         request.kept[self.name] = records
         return result
@@ -212,10 +203,10 @@ def root_wildcards():
 SOFT_NOFILE = ('nofile', 'soft')
 
 
-def inherited(request, host, names, lowest=False):
+def inherited(request, host, names):
     """{(item, side): (value, source)} a login session starts with where no limits line sets
-    the side: the highest (``lowest``: the lowest) of the login service's (the system
-    manager's defaults) and this process's own (``su -``, ``runuser -l`` from here; not soft
+    the side: the highest of the login service's (the system manager's defaults) and this
+    process's own (``su -``, ``runuser -l`` from here; not soft
     nofile, which they start at 1024; without systemd no login service starts from PID 1's
     soft nofile either)."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
@@ -234,7 +225,7 @@ def inherited(request, host, names, lowest=False):
                                        "no limits line: the login service's, %s" % source)
     su = (1024, 'no limits line: su - and runuser -l start soft nofile at 1024')
     if 'nofile' in names and (SOFT_NOFILE not in found or
-                              model.exceeds(found[SOFT_NOFILE][0], 1024) == lowest):
+                              not model.exceeds(found[SOFT_NOFILE][0], 1024)):
         found[SOFT_NOFILE] = su
     own = request.read('login_opener', lambda: host_limits.proc_limits('self'))
     for name in names:
@@ -243,19 +234,10 @@ def inherited(request, host, names, lowest=False):
             if value is None or (name, side) == SOFT_NOFILE:
                 continue
             have = found.get((name, side))
-            if have is None or model.exceeds(value, have[0]) != lowest and \
-                    model.compare(value, have[0]) != 0:
+            if have is None or model.exceeds(value, have[0]):
                 found[(name, side)] = (value, 'no limits line: what su - and runuser -l from '
                                               'here pass on (/proc/self/limits)')
     return found
-
-
-def same(one, other):
-    """Do two Limits give the same on both sides (neither unknown)?"""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
-        limits_model as model)
-    return all(a is not None and b is not None and model.compare(a, b) == 0
-               for a, b in ((one.soft, other.soft), (one.hard, other.hard)))
 
 
 def domain_user_pairs(domains):

@@ -89,7 +89,8 @@ def logins(request):
 
 def test_a_login_inherits_the_soft_side_no_line_sets_and_a_tune_keeps_it(tmp_path, monkeypatch):
     """The demo's login soft nproc 96367 -> 8192: no limits line sets nproc, so a login has the
-    login service's 96367:96367; a profile of nproc 8192 writes nothing for it."""
+    login service's 96367:96367; a profile of nproc 8192 writes that value, not 8192 (the
+    collection's line holds it against an earlier line that would give less)."""
     target = pam_root(tmp_path, monkeypatch)
     manager = {'nproc': model.Limit(96367, 96367)}
     request = request_for({'nproc': model.Limit(8192, 8192)}, manager=manager)
@@ -97,10 +98,13 @@ def test_a_login_inherits_the_soft_side_no_line_sets_and_a_tune_keeps_it(tmp_pat
     assert logins(request) == {'*': manager, 'root': manager}
     change = tune_pam(request, target)
     assert logins(request) == {'*': manager, 'root': manager}
-    assert 'nproc' not in (change.new or '')
-    inherited = "no limits line: the login service's, %s" % MANAGER
+    assert [' '.join(line.split()) for line in change.new.splitlines()
+            if 'nproc' in line and not line.startswith('#')] == [
+        '* soft nproc 96367', '* hard nproc 96367', 'root soft nproc 96367',
+        'root hard nproc 96367'], change.new
+    # now each side is the collection's own line
     assert pam.CONTEXT.current('pam', request, Host())['nproc'] == (
-        manager['nproc'], dict(soft=inherited, hard=inherited))
+        manager['nproc'], dict(soft='%s:3' % target, hard='%s:4' % target))
     assert [k.as_dict()['action'] for k in request.kept['pam']] == ['kept', 'kept']
 
 
@@ -129,7 +133,7 @@ def test_a_login_opened_here_passes_on_this_process_limits_but_not_soft_nofile(
 
 def test_a_site_value_a_domain_already_meets_is_left_alone(tmp_path, monkeypatch):
     """A site's `* 12000:18000` with a profile of nofile 8192 came out 12000:20000: root's
-    inherited hard 20000 was written for `*` too. Each domain keeps its own; `*` gets no line,
+    inherited hard 20000 was written for `*` too. Each domain keeps its own: `*` 12000:18000,
     root (no line applies to it on Debian) gets its soft raised to 8192 and keeps its hard."""
     target = pam_root(tmp_path, monkeypatch, '* soft nofile 12000\n* hard nofile 18000\n')
     request = request_for({'nofile': model.Limit(8192, 8192)},
@@ -141,7 +145,8 @@ def test_a_site_value_a_domain_already_meets_is_left_alone(tmp_path, monkeypatch
     change = tune_pam(request, target)
     assert [' '.join(line.split()) for line in change.new.splitlines()
             if not line.startswith('#')] == [
-        'root soft nofile 8192', 'root hard nofile 20000']
+        '* soft nofile 12000', '* hard nofile 18000', 'root soft nofile 8192',
+        'root hard nofile 20000'], change.new
     assert logins(request) == {'*': {'nofile': model.Limit(12000, 18000)},
                                'root': {'nofile': model.Limit(8192, 20000)}}
     # and a second run changes nothing
@@ -150,28 +155,31 @@ def test_a_site_value_a_domain_already_meets_is_left_alone(tmp_path, monkeypatch
 
 def test_root_left_out_because_it_meets_the_profile_is_not_advised_an_entry(
         tmp_path, monkeypatch):
-    """`*` needs a line, root already has the profile (its own line): no advice to add a root
-    entry, which would change nothing."""
+    """root already has the profile (its own line) and root is a domain of the profile: no
+    advice to add a root entry, which would change nothing."""
     target = pam_root(tmp_path, monkeypatch, 'root soft nofile 8192\nroot hard nofile 8192\n')
     request = request_for({'nofile': model.Limit(8192, 8192)},
                           manager={'nofile': model.Limit(1024, 4096)})
     change = tune_pam(request, target)
     assert [' '.join(line.split()) for line in change.new.splitlines()
-            if not line.startswith('#')] == ['* soft nofile 8192', '* hard nofile 8192']
+            if not line.startswith('#')] == ['* soft nofile 8192', '* hard nofile 8192',
+                                             'root soft nofile 8192', 'root hard nofile 8192']
     assert not [w for w in change.warnings if 'do not apply to root' in w], change.warnings
 
 
-def test_a_domain_left_without_a_line_still_names_a_narrower_line_that_gives_less(
+def test_a_domain_that_meets_the_profile_still_names_a_narrower_line_that_gives_less(
         tmp_path, monkeypatch):
-    """`*` already has the profile, so no line is written for it; a user's own line that gives
-    that user less is still reported (the tune and the audit name the same cause)."""
+    """`*` already has the profile (its values are written as they are); a user's own line
+    that gives that user less is still reported (the tune and the audit name the same
+    cause)."""
     target = pam_root(tmp_path, monkeypatch, '* soft nofile 12000\n* hard nofile 18000\n')
     (tmp_path / 'limits.d' / '05-site.conf').write_text(
         'agree soft nofile 2048\nagree hard nofile 2048\n')
     request = request_for({'nofile': model.Limit(8192, 8192)}, domains=['*'],
                           manager={'nofile': model.Limit(1024, 20000)})
     change = tune_pam(request, target)
-    assert not change.changed and change.new is None
+    assert [' '.join(line.split()) for line in change.new.splitlines()
+            if not line.startswith('#')] == ['* soft nofile 12000', '* hard nofile 18000']
     assert [(o['path'], o['line']) for o in change.result['overrides']] == [
         (str(tmp_path / 'limits.d' / '05-site.conf'), 1),
         (str(tmp_path / 'limits.d' / '05-site.conf'), 2)], change.result['overrides']
@@ -273,11 +281,12 @@ def test_property_a_login_of_every_domain_never_loses_a_side_not_named(tmp_path,
     for domain in ('*', 'root'):
         want = expected(before[domain][item], asked, named)
         assert after[domain][item] == want, (domain, before[domain][item], change.new)
-        if not any(named) and want == before[domain][item] and item != 'nofile':
-            # a plain value the domain already meets: no line of the collection's for it
-            # (nofile: su and runuser start a login's soft side at 1024, below sshd's)
-            assert not [line for line in (change.new or '').splitlines()
-                        if line.startswith(domain + ' ')], change.new
+        # every side is the collection's line, so that an earlier line (a package's limits.d
+        # file) cannot take it away
+        written = [line.split()[:3] for line in change.new.splitlines()
+                   if line.startswith(domain + ' ')]
+        assert [domain, 'soft', item] in written and [domain, 'hard', item] in written, \
+            change.new
 
 
 # --- k8s_pod (containerd_cri): an item the base spec does not list is containerd's own ------
