@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.tuning contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 39.1 for the contexts test_keep_current.py leaves out: systemd_system, systemd_user,
+units, docker, crio. A plain value never lowers a side of what a new process there gets now:
+the running manager's defaults (systemctl show) and what systemd has loaded for a unit, not
+only the files (a lower file waiting for a reexec or a daemon-reload must not hide a higher
+running value); dockerd's and CRI-O's containers inherit containerd's or crio.service's own
+limits for an item the runtime's file does not set. Driven through the real planners on files
+in a tmp root; only what a live manager or daemon says is faked (``systemctl show``, the
+daemon's /proc limits)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from hypothesis import given, strategies as st
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import systemd as msd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_user
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import units
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_paths as sdpaths)
+from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
+    systemd_precedence as sdprec)
+
+from ansible_collections.gpufleet.tuning.tests.unit.plugins.module_utils.contexts.test_keep_current import (
+    ITEMS, NoCeiling, SETTINGS, expected, larger, pair)
+
+UNIT = 'train.service'
+DROPIN_PATH = sdpaths.dropin_path     # the real one (hypothesis reuses the monkeypatch)
+
+
+def show_value(item, value):
+    return 'infinity' if value == model.UNLIMITED else str(value)
+
+
+def show_lines(prefix, limits):
+    out = []
+    for name, limit in limits.items():
+        key = msd.systemd_key(model.ITEMS[name], prefix)
+        out.append('%s=%s' % (key, show_value(name, limit.hard)))
+        out.append('%sSoft=%s' % (key, show_value(name, limit.soft)))
+    return ''.join(line + '\n' for line in out)
+
+
+class LiveHost(object):
+    """``systemctl show`` of the running system manager (``manager``) and of a unit (what
+    systemd has loaded for it: ``loaded``); no unit runs, no user manager."""
+
+    def __init__(self, manager=None, loaded=None):
+        self.manager, self.loaded = manager or {}, loaded or {}
+
+    def run_command(self, args, environ_update=None):
+        args = list(args)
+        if args[:2] == ['systemctl', 'show'] and len(args) == 3 and 'DefaultLimit' in args[2]:
+            return 0, show_lines('DefaultLimit', self.manager), ''
+        if args[:2] == ['systemctl', 'show'] and args[2].startswith('--property='):
+            return 0, ('LoadState=loaded\nActiveState=inactive\nSubState=dead\nMainPID=0\n'
+                       'NeedDaemonReload=no\n' + show_lines('Limit', self.loaded)), ''
+        if args[:2] == ['systemctl', 'show']:
+            return 0, '0\n', ''
+        if args[:2] == ['systemctl', 'list-units']:
+            return 0, '', ''
+        return 1, '', 'not faked: %s' % args
+
+
+def systemd_root(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    monkeypatch.setattr(sdpaths, 'MANAGER_DIRS', (root + '/etc/systemd',))
+    monkeypatch.setattr(sdpaths, 'UNIT_DIRS', (root + '/etc/systemd/system',))
+    monkeypatch.setattr(sdpaths, 'manager_main', lambda scope: '%s/etc/systemd/%s.conf'
+                        % (root, scope))
+    monkeypatch.setattr(sdpaths, 'dropin_path', lambda scope=None, unit=None,
+                        name=sdpaths.DROPIN_NAME: root + DROPIN_PATH(scope, unit, name))
+    monkeypatch.setattr(sdlive, 'systemd_running', lambda root='': True)
+    (tmp_path / 'etc' / 'systemd' / 'system').mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def write(path, text):
+    import os
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path))
+    with open(path, 'w') as handle:
+        handle.write(text)
+
+
+def request_for(limits, contexts, named=None, manager=None, **options):
+    request = Request(dict((k, None) for k in limits), limits, contexts, named=named,
+                      **options)
+    request._read['manager_now'] = (manager or {}, systemd_system.MANAGER_SOURCE
+                                    if hasattr(systemd_system, 'MANAGER_SOURCE') else
+                                    "the running system manager's default (systemctl show)")
+    return request
+
+
+def tune(record, request, host):
+    """Plan ``record`` and write its files, as limits_profile does."""
+    changes = []
+    for _label, plan in record.plans(request, host, NoCeiling()):
+        change = plan()
+        if change.changed:
+            write(change.path, change.new)
+        changes.append(change)
+    return changes
+
+
+def manager_gets(scope, item, running):
+    """What a new service (``scope`` system) or user service gets once the manager re-reads
+    its files (the reexec or restart the tune owes): the files' value, else the running
+    system manager's default."""
+    setting = sdprec.resolve_manager(scope).settings.get(item)
+    return setting.limit if setting is not None else running
+
+
+def unit_gets(item, loaded):
+    setting = sdprec.resolve_unit(UNIT).settings.get(item)
+    return setting.limit if setting is not None else loaded
+
+
+def most(a, b):
+    return model.Limit(larger(a.soft, b.soft), larger(a.hard, b.hard))
+
+
+SYSTEMD_ITEMS = [name for name in ITEMS]
+
+
+@st.composite
+def systemd_case(draw):
+    item = draw(st.sampled_from(SYSTEMD_ITEMS))
+    asked = draw(pair(item))
+    named = (draw(st.booleans()), draw(st.booleans()))
+    running = draw(pair(item))
+    # the files: nothing, what runs now, or another value waiting for a reexec/daemon-reload
+    configured = draw(st.one_of(st.none(), st.just(running), pair(item)))
+    return item, asked, named, running, configured
+
+
+def line(prefix, item, limit):
+    return '%s=%s\n' % (msd.systemd_key(model.ITEMS[item], prefix), msd.to_systemd(item, limit))
+
+
+@SETTINGS
+@given(case=systemd_case())
+def test_property_a_new_service_never_loses_a_side_not_named(tmp_path, monkeypatch, case):
+    """systemd_system: before is what a new service gets now (the running manager's default)
+    and what system.conf sets for the next reexec; after the tune's reexec a new service has
+    the larger of each and the profile on every side the profile does not name."""
+    item, asked, named, running, configured = case
+    root = systemd_root(tmp_path, monkeypatch)
+    write(root + '/etc/systemd/system.conf', '[Manager]\n' + (
+        line('DefaultLimit', item, configured) if configured is not None else ''))
+    dropin = sdpaths.dropin_path('system')
+    if (tmp_path / dropin[len(root) + 1:]).exists():
+        (tmp_path / dropin[len(root) + 1:]).unlink()
+    request = request_for({item: asked}, ['systemd_system'], named=dict([(item, named)]),
+                          manager={item: running})
+    host = LiveHost(manager={item: running})
+    before = running if configured is None else most(running, configured)
+    tune(systemd_system.CONTEXT, request, host)
+    after = manager_gets('system', item, running)
+    assert after == expected(before, asked, named), (running, configured, after)
+
+
+@SETTINGS
+@given(case=systemd_case())
+def test_property_a_new_user_service_never_loses_a_side_not_named(tmp_path, monkeypatch,
+                                                                  case):
+    """systemd_user: user.conf's value (no user manager runs: a new one reads it), else the
+    running system manager's default, which a user manager runs with."""
+    item, asked, named, running, configured = case
+    root = systemd_root(tmp_path, monkeypatch)
+    write(root + '/etc/systemd/user.conf', '[Manager]\n' + (
+        line('DefaultLimit', item, configured) if configured is not None else ''))
+    dropin = sdpaths.dropin_path('user')
+    if (tmp_path / dropin[len(root) + 1:]).exists():
+        (tmp_path / dropin[len(root) + 1:]).unlink()
+    request = request_for({item: asked}, ['systemd_user'], named=dict([(item, named)]),
+                          manager={item: running})
+    host = LiveHost(manager={item: running})
+    before = manager_gets('user', item, running)
+    tune(systemd_user.CONTEXT, request, host)
+    after = manager_gets('user', item, running)
+    assert after == expected(before, asked, named), (running, configured, after)
+
+
+@SETTINGS
+@given(case=systemd_case())
+def test_property_a_unit_never_loses_a_side_not_named(tmp_path, monkeypatch, case):
+    """unit:NAME: before is what systemd has loaded for the unit (systemctl show: its own
+    Limit*=, else the manager's default) and what its files set for the next daemon-reload."""
+    item, asked, named, loaded, configured = case
+    root = systemd_root(tmp_path, monkeypatch)
+    write(root + '/etc/systemd/system/' + UNIT, '[Service]\nExecStart=/bin/true\n' + (
+        line('Limit', item, configured) if configured is not None else ''))
+    dropin = sdpaths.dropin_path(None, UNIT)
+    if (tmp_path / dropin[len(root) + 1:]).exists():
+        (tmp_path / dropin[len(root) + 1:]).unlink()
+    request = request_for({item: asked}, [], named=dict([(item, named)]), units=[UNIT])
+    host = LiveHost(loaded={item: loaded})
+    before = loaded if configured is None else most(loaded, configured)
+    tune(units.CONTEXT, request, host)
+    after = unit_gets(item, loaded)
+    assert after == expected(before, asked, named), (loaded, configured, after)
+
+
+def test_a_lower_system_conf_waiting_for_a_reexec_does_not_hide_the_running_default(
+        tmp_path, monkeypatch):
+    """The running manager gives new services nofile 524288:524288; system.conf says
+    1024:4096, not yet applied (no reexec since). A profile of nofile 8192 keeps 524288: the
+    drop-in is what the tune's reexec applies, so it must carry the running value."""
+    root = systemd_root(tmp_path, monkeypatch)
+    write(root + '/etc/systemd/system.conf', '[Manager]\nDefaultLimitNOFILE=1024:4096\n')
+    running = model.Limit(524288, 524288)
+    request = request_for({'nofile': model.Limit(8192, 8192)}, ['systemd_system'],
+                          manager={'nofile': running})
+    [change] = tune(systemd_system.CONTEXT, request, LiveHost(manager={'nofile': running}))
+    assert manager_gets('system', 'nofile', running) == running, change.new
+
+
+def test_a_units_lower_file_waiting_for_a_daemon_reload_does_not_hide_what_is_loaded(
+        tmp_path, monkeypatch):
+    """systemd has LimitNPROC=infinity loaded for the unit; its file now says 4096 (no
+    daemon-reload yet). A profile of nproc 8192 keeps infinity."""
+    root = systemd_root(tmp_path, monkeypatch)
+    write(root + '/etc/systemd/system/' + UNIT,
+          '[Service]\nExecStart=/bin/true\nLimitNPROC=4096\n')
+    loaded = model.Limit(model.UNLIMITED, model.UNLIMITED)
+    request = request_for({'nproc': model.Limit(8192, 8192)}, [], units=[UNIT])
+    [change] = tune(units.CONTEXT, request, LiveHost(loaded={'nproc': loaded}))
+    assert unit_gets('nproc', loaded) == loaded, change.new
