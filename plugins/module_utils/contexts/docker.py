@@ -157,7 +157,8 @@ class Docker(Context):
                     found[name] = (limit, dj.where(text, (dj.ULIMITS_KEY, name), path))
         except (dj.DaemonJsonError, FileError, ValueError):
             return {}   # the plan names what is wrong with the file
-        inherited = info.containerd_limits()
+        # read once a call, shared with containerd_cri (own_limits)
+        inherited = request.read('containerd_limits', info.containerd_limits)
         for name, entry in (inherited.get('limits') or {}).items():
             if name in request.limits and name not in found:
                 found[name] = (model_limit(entry), 'inherited from containerd (pid %s)'

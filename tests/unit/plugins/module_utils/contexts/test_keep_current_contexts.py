@@ -236,3 +236,102 @@ def test_a_units_lower_file_waiting_for_a_daemon_reload_does_not_hide_what_is_lo
     request = request_for({'nproc': model.Limit(8192, 8192)}, [], units=[UNIT])
     [change] = tune(units.CONTEXT, request, LiveHost(loaded={'nproc': loaded}))
     assert unit_gets('nproc', loaded) == loaded, change.new
+
+
+# --- docker and CRI-O: an item the runtime's file does not set is the daemon's own ----------
+
+RUNTIME_ITEMS = [name for name in ITEMS if model.ITEMS[name].docker_name is not None]
+
+
+@st.composite
+def runtime_case(draw):
+    item = draw(st.sampled_from(RUNTIME_ITEMS))
+    asked = draw(pair(item))
+    named = (draw(st.booleans()), draw(st.booleans()))
+    own = draw(pair(item))
+    listed = draw(st.one_of(st.none(), pair(item)))
+    return item, asked, named, own, listed
+
+
+def daemon_json(tmp_path, item, listed):
+    path = tmp_path / 'daemon.json'
+    data = {'log-level': 'info'}
+    if listed is not None:
+        data['default-ulimits'] = {item: model.to_docker(item, listed)}
+    path.write_text(json.dumps(data, indent=2) + '\n')
+    return str(path)
+
+
+def docker_gets(path, item, own):
+    """What a new container gets: daemon.json's default-ulimits entry, else containerd's own
+    limits (reference section 3: containers inherit containerd's through the shim)."""
+    with open(path) as handle:
+        entry = (json.load(handle).get('default-ulimits') or {}).get(item)
+    return own if entry is None else model.from_docker(item, entry)[1]
+
+
+class DockerHost(LiveHost):
+    def run_command(self, args, environ_update=None):
+        return 1, '', 'no docker here'
+
+
+def docker_request(limits, path, own, named=None):
+    request = Request(dict((k, None) for k in limits), limits, ['docker'], named=named,
+                      paths={'docker_daemon_json': path})
+    request._read['containerd_limits'] = {'pid': 4242, 'limits': dict(
+        (name, {'soft': limit.soft, 'hard': limit.hard}) for name, limit in own.items())}
+    return request
+
+
+@SETTINGS
+@given(case=runtime_case())
+def test_property_a_new_container_never_loses_a_side_not_named(tmp_path, monkeypatch, case):
+    item, asked, named, own, listed = case
+    if item == 'nofile' and model.UNLIMITED in (asked.hard, own.hard) + (
+            (listed.hard,) if listed else ()):
+        return      # dockerd's nofile -1 is refused by the kernel (nr_open)
+    monkeypatch.setattr(docker, 'docker_pending', lambda host, path: False)
+    path = daemon_json(tmp_path, item, listed)
+    request = docker_request({item: asked}, path, {item: own}, named=dict([(item, named)]))
+    before = docker_gets(path, item, own)
+    tune(docker.CONTEXT, request, DockerHost())
+    after = docker_gets(path, item, own)
+    assert after == expected(before, asked, named), (before, after)
+
+
+def crio_root(tmp_path, monkeypatch, item, listed):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+    (tmp_path / 'crio.conf.d').mkdir(exist_ok=True)
+    for old in (tmp_path / 'crio.conf.d').iterdir():
+        old.unlink()
+    main = tmp_path / 'crio.conf'
+    main.write_text('[crio.runtime]\n' + (
+        'default_ulimits = ["%s"]\n' % model.to_ulimit_string(item, listed)
+        if listed is not None else ''))
+    monkeypatch.setattr(crio_conf, 'MAIN', str(main))
+    monkeypatch.setattr(crio_conf, 'DROPIN_DIR', str(tmp_path / 'crio.conf.d'))
+    return str(tmp_path / 'crio.conf.d' / '90-gpufleet-tuning.conf')
+
+
+def crio_gets(item, own):
+    """What a new pod on CRI-O gets: the last default_ulimits that lists the item, else
+    crio.service's own limits (crio.conf(5): the list is CRI-O's default for every
+    container; the rest are inherited)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+    found = crio_conf.effective(crio_conf.config_files(crio_conf.MAIN, crio_conf.DROPIN_DIR))
+    return found[-1][1].get(item, own) if found else own
+
+
+@SETTINGS
+@given(case=runtime_case())
+def test_property_a_new_crio_pod_never_loses_a_side_not_named(tmp_path, monkeypatch, case):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import crio
+    item, asked, named, own, listed = case
+    dropin = crio_root(tmp_path, monkeypatch, item, listed)
+    request = Request({item: None}, {item: asked}, ['crio'], named=dict([(item, named)]),
+                      paths={'crio_dropin': dropin})
+    request._read['crio_limits'] = {'pid': 77, 'limits': {item: own}}
+    before = crio_gets(item, own)
+    tune(crio.CONTEXT, request, DockerHost())
+    after = crio_gets(item, own)
+    assert after == expected(before, asked, named), (before, after)
