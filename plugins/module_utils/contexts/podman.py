@@ -28,6 +28,10 @@ SHM_SIZE = Option(
         "Podman's C(shm_size) in the containers.conf drop-in of the C(podman) context (for "
         "example C(8G)); empty leaves it alone (Podman's default is 64 MB).",)))
 IMAGE = container_image('podman', 'Podman')
+# What a rootful container gets for an item default_ulimits does not set: podman's
+# pkg/specgen/generate addRlimits (v4, Linux) sets RLIMIT_NOFILE and RLIMIT_NPROC to
+# define.RLimitDefaultValue (1048576) unless given; rootless caps them at its own.
+ROOTFUL_DEFAULTS = {'nofile': 1048576, 'nproc': 1048576}
 
 
 class Podman(Context):
@@ -61,12 +65,30 @@ class Podman(Context):
             request.paths[self.path_option], 'drop-in'))]
 
     def current(self, label, request, host):
-        """containers.conf's ``default_ulimits`` as Podman reads them (file:line:col); an item
-        no file sets is unknown (a container then has the podman process's own limits)."""
+        """containers.conf's ``default_ulimits`` as Podman reads them (file:line:col); for an
+        item no file sets, what a rootful container gets without it: nofile and nproc
+        1048576:1048576 (Podman's own default, ROOTFUL_DEFAULTS), any other item the podman
+        process's own limits, which the runtime passes on (this process's, read once a call,
+        stand in for them)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
             containers_conf)
         found = containers_conf.effective()['default_ulimits']
-        return dict((name, entry) for name, entry in found.items() if name in request.limits)
+        current = dict((name, entry) for name, entry in found.items() if name in request.limits)
+        caller = request.read('podman_caller', lambda: host_limits.proc_limits('self'))
+        for name in request.limits:
+            if name in current:
+                continue
+            if name in ROOTFUL_DEFAULTS:
+                current[name] = (model.Limit(ROOTFUL_DEFAULTS[name], ROOTFUL_DEFAULTS[name]),
+                                 "Podman's default for a rootful container (no "
+                                 'default_ulimits entry)')
+            elif name in (caller or {}):
+                current[name] = (caller[name], "the podman process's own limits (no "
+                                 'default_ulimits entry; this process\'s)')
+        return current
 
     def probe_command(self, user, uid, params):
         return probes.container_command('podman', params[self.image_option],

@@ -274,6 +274,9 @@ class DockerHost(LiveHost):
     def run_command(self, args, environ_update=None):
         return 1, '', 'no docker here'
 
+    def get_bin_path(self, name, required=False):
+        return None
+
 
 def docker_request(limits, path, own, named=None):
     request = Request(dict((k, None) for k in limits), limits, ['docker'], named=named,
@@ -334,4 +337,53 @@ def test_property_a_new_crio_pod_never_loses_a_side_not_named(tmp_path, monkeypa
     before = crio_gets(item, own)
     tune(crio.CONTEXT, request, DockerHost())
     after = crio_gets(item, own)
+    assert after == expected(before, asked, named), (before, after)
+
+
+# --- Podman: an item containers.conf does not set --------------------------------------------
+
+def podman_root(tmp_path, monkeypatch, item, listed):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
+    dropins = tmp_path / 'containers.conf.d'
+    dropins.mkdir(exist_ok=True)
+    for old in dropins.iterdir():
+        old.unlink()
+    main = tmp_path / 'containers.conf'
+    main.write_text('[containers]\n' + (
+        'default_ulimits = ["%s"]\n' % model.to_ulimit_string(item, listed)
+        if listed is not None else ''))
+    monkeypatch.delenv('CONTAINERS_CONF', raising=False)
+    monkeypatch.setattr(containers_conf, 'MAIN_FILES', (str(main),))
+    monkeypatch.setattr(containers_conf, 'DROPIN_DIRS', (str(dropins),))
+    monkeypatch.setattr(versions, 'podman_version', lambda host, root='': (4, 3, 1))
+    return str(dropins / '90-gpufleet-tuning.conf')
+
+
+def podman_gets(item, caller):
+    """What a new rootful Podman container gets: containers.conf's default_ulimits, else
+    nofile and nproc 1048576:1048576 (podman v4 pkg/specgen/generate/oci.go addRlimits), else
+    the podman process's own (conmon and the runtime pass them on)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
+    found = containers_conf.effective()['default_ulimits']
+    if item in found:
+        return found[item][0]
+    if item in ('nofile', 'nproc'):
+        return model.Limit(1048576, 1048576)
+    return caller
+
+
+@SETTINGS
+@given(case=runtime_case())
+def test_property_a_new_podman_container_never_loses_a_side_not_named(tmp_path, monkeypatch,
+                                                                      case):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
+    item, asked, named, caller, listed = case
+    dropin = podman_root(tmp_path, monkeypatch, item, listed)
+    request = Request({item: None}, {item: asked}, ['podman'], named=dict([(item, named)]),
+                      paths={'podman_dropin': dropin})
+    request._read['podman_caller'] = {item: caller}
+    before = podman_gets(item, caller)
+    tune(podman.CONTEXT, request, DockerHost())
+    after = podman_gets(item, caller)
     assert after == expected(before, asked, named), (before, after)
