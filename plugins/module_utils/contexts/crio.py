@@ -93,6 +93,24 @@ class Crio(Context):
                 current[name] = (limit, "crio.service's own limits (pid %s)" % running['pid'])
         return current
 
+    def limits(self, label, request, host, ceiling):
+        """The profile kept at what pods get now (Context.limits), and every entry of the list
+        CRI-O uses now for an item outside the profile, when another file sets that list: the
+        drop-in's list replaces it (the last file wins), so an item only that file sets would
+        otherwise be lost."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+        limits = Context.limits(self, label, request, host, ceiling)
+        try:
+            found = crio_conf.effective(crio_conf.config_files(crio_conf.MAIN,
+                                                               crio_conf.DROPIN_DIR))
+        except (errors.Error, IOError, OSError, ValueError):
+            return limits   # the plan names the file it cannot read
+        if found and not found[-1][0].startswith(request.paths[self.path_option] + ':'):
+            for name, limit in found[-1][1].items():
+                limits.setdefault(name, limit)
+        return limits
+
     def act(self, change, actions, state, host):
         # CRI-O reads default_ulimits at start: the units context restarts it (checked)
         state['crio'] = True

@@ -90,6 +90,20 @@ class Podman(Context):
                                  'default_ulimits entry; this process\'s)')
         return current
 
+    def limits(self, label, request, host, ceiling):
+        """The profile kept at what containers get now (Context.limits), and every
+        ``default_ulimits`` entry another file gives for an item outside the profile: the
+        drop-in's list replaces the earlier files' (unless {append=true}), so an item only
+        they set would otherwise be lost."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containers_conf)
+        limits = Context.limits(self, label, request, host, ceiling)
+        own = request.paths[self.path_option] + ':'
+        for name, (limit, place) in containers_conf.effective()['default_ulimits'].items():
+            if not str(place).startswith(own):
+                limits.setdefault(name, limit)
+        return limits
+
     def probe_command(self, user, uid, params):
         return probes.container_command('podman', params[self.image_option],
                                         params['run_options'])

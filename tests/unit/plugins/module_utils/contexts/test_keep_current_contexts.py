@@ -302,6 +302,16 @@ def test_property_a_new_container_never_loses_a_side_not_named(tmp_path, monkeyp
     assert after == expected(before, asked, named), (before, after)
 
 
+OTHER = model.Limit(7777, 9999)
+
+
+def other_entry(item, listed):
+    """The main file's list: the item's entry, and one for an item outside the profile that
+    the tune must not lose (the drop-in's list replaces the main file's)."""
+    other = 'sigpending' if item != 'sigpending' else 'msgqueue'
+    return [(item, listed), (other, OTHER)]
+
+
 def crio_root(tmp_path, monkeypatch, item, listed):
     from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
     (tmp_path / 'crio.conf.d').mkdir(exist_ok=True)
@@ -309,7 +319,8 @@ def crio_root(tmp_path, monkeypatch, item, listed):
         old.unlink()
     main = tmp_path / 'crio.conf'
     main.write_text('[crio.runtime]\n' + (
-        'default_ulimits = ["%s"]\n' % model.to_ulimit_string(item, listed)
+        'default_ulimits = [%s]\n' % ', '.join('"%s"' % model.to_ulimit_string(*entry)
+                                               for entry in other_entry(item, listed))
         if listed is not None else ''))
     monkeypatch.setattr(crio_conf, 'MAIN', str(main))
     monkeypatch.setattr(crio_conf, 'DROPIN_DIR', str(tmp_path / 'crio.conf.d'))
@@ -335,9 +346,12 @@ def test_property_a_new_crio_pod_never_loses_a_side_not_named(tmp_path, monkeypa
                       paths={'crio_dropin': dropin})
     request._read['crio_limits'] = {'pid': 77, 'limits': {item: own}}
     before = crio_gets(item, own)
+    others = [crio_gets(name, None) for name in ('sigpending', 'msgqueue') if name != item]
     tune(crio.CONTEXT, request, DockerHost())
     after = crio_gets(item, own)
     assert after == expected(before, asked, named), (before, after)
+    assert [crio_gets(name, None) for name in ('sigpending', 'msgqueue') if name != item] == (
+        others)
 
 
 # --- Podman: an item containers.conf does not set --------------------------------------------
@@ -351,7 +365,8 @@ def podman_root(tmp_path, monkeypatch, item, listed):
         old.unlink()
     main = tmp_path / 'containers.conf'
     main.write_text('[containers]\n' + (
-        'default_ulimits = ["%s"]\n' % model.to_ulimit_string(item, listed)
+        'default_ulimits = [%s]\n' % ', '.join('"%s"' % model.to_ulimit_string(*entry)
+                                               for entry in other_entry(item, listed))
         if listed is not None else ''))
     monkeypatch.delenv('CONTAINERS_CONF', raising=False)
     monkeypatch.setattr(containers_conf, 'MAIN_FILES', (str(main),))
@@ -384,6 +399,9 @@ def test_property_a_new_podman_container_never_loses_a_side_not_named(tmp_path, 
                       paths={'podman_dropin': dropin})
     request._read['podman_caller'] = {item: caller}
     before = podman_gets(item, caller)
+    others = [podman_gets(name, None) for name in ('sigpending', 'msgqueue') if name != item]
     tune(podman.CONTEXT, request, DockerHost())
     after = podman_gets(item, caller)
     assert after == expected(before, asked, named), (before, after)
+    assert [podman_gets(name, None) for name in ('sigpending', 'msgqueue') if name != item] == (
+        others)
