@@ -30,8 +30,11 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_precedence as sdprec)
 
-from ansible_collections.gpufleet.tuning.tests.unit.plugins.module_utils.contexts.test_keep_current import (
-    ITEMS, NoCeiling, SETTINGS, expected, larger, pair)
+from ansible_collections.gpufleet.tuning.tests.unit.plugins.module_utils.contexts import (
+    test_keep_current as keep_current)
+
+ITEMS, NoCeiling, SETTINGS = keep_current.ITEMS, keep_current.NoCeiling, keep_current.SETTINGS
+expected, larger, pair = keep_current.expected, keep_current.larger, keep_current.pair
 
 UNIT = 'train.service'
 DROPIN_PATH = sdpaths.dropin_path     # the real one (hypothesis reuses the monkeypatch)
@@ -95,8 +98,7 @@ def write(path, text):
 def request_for(limits, contexts, named=None, manager=None, **options):
     request = Request(dict((k, None) for k in limits), limits, contexts, named=named,
                       **options)
-    request._read['manager_now'] = (manager or {}, systemd_system.MANAGER_SOURCE
-                                    if hasattr(systemd_system, 'MANAGER_SOURCE') else
+    request._read['manager_now'] = (manager or {},
                                     "the running system manager's default (systemctl show)")
     return request
 
