@@ -403,6 +403,7 @@ def test_property_a_new_podman_container_never_loses_a_side_not_named(tmp_path, 
     request = Request({item: None}, {item: asked}, ['podman'], named=dict([(item, named)]),
                       paths={'podman_dropin': dropin})
     request._read['podman_caller'] = {item: caller}
+    request._read['podman_can_raise'] = True
     before = podman_gets(item, caller)
     others = [podman_gets(name, None) for name in ('sigpending', 'msgqueue') if name != item]
     tune(podman.CONTEXT, request, DockerHost())
@@ -410,3 +411,23 @@ def test_property_a_new_podman_container_never_loses_a_side_not_named(tmp_path, 
     assert after == expected(before, asked, named), (before, after)
     assert [podman_gets(name, None) for name in ('sigpending', 'msgqueue') if name != item] == (
         others)
+
+
+def test_without_cap_sys_resource_podmans_default_is_capped_at_its_own_limits(
+        tmp_path, monkeypatch):
+    """Measured in the docker scenario's node (podman 4.3.1, root without CAP_SYS_RESOURCE,
+    containers.conf without default_ulimits): a new container had nofile 20000:20000 and nproc
+    96367:96367, podman's own, not 1048576. A soft side below its hard is kept as it is."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
+    dropin = podman_root(tmp_path, monkeypatch, 'core', None)
+    request = Request({'nofile': None, 'nproc': None},
+                      {'nofile': model.Limit(8192, 8192), 'nproc': model.Limit(8192, 8192)},
+                      ['podman'], paths={'podman_dropin': dropin})
+    request._read['podman_caller'] = {'nofile': model.Limit(1024, 20000),
+                                      'nproc': model.Limit(96367, 96367)}
+    request._read['podman_can_raise'] = False
+    now = podman.CONTEXT.current('podman', request, DockerHost())
+    assert now['nofile'][0] == model.Limit(1024, 20000)
+    assert now['nproc'][0] == model.Limit(96367, 96367)
+    assert podman.CONTEXT.limits('podman', request, DockerHost(), NoCeiling()) == {
+        'nofile': model.Limit(8192, 20000), 'nproc': model.Limit(96367, 96367)}
