@@ -20,6 +20,21 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options impor
 UNIT = 'crio.service'
 
 
+def own_limits(host):
+    """{'pid', 'limits': {item: Limit}} of crio.service's running main process (what its pods
+    inherit for an item default_ulimits does not set), or {} when it does not run (or no
+    ``host`` is given to ask systemd)."""
+    if host is None:
+        return {}
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live
+    pid = systemd_live.main_pid(
+        lambda args: host.run_command(args, environ_update=commands.c_env()), UNIT)
+    limits = host_limits.proc_limits(str(pid)) if pid is not None else {}
+    return {'pid': pid, 'limits': limits} if limits else {}
+
+
 PATH = Option('crio_dropin', 'path', default=rtpaths.CRIO_DROPIN, description=(
     "The crio.conf.d drop-in for CRI-O's C(default_ulimits) (the C(crio) context), as "
     'M(gpufleet.tuning.crio_ulimits) writes it. C(/etc/crio/crio.conf) and every file under '
@@ -60,7 +75,8 @@ class Crio(Context):
 
     def current(self, label, request, host):
         """The ``default_ulimits`` CRI-O uses (the last file that sets the list, file:line:col);
-        an item it does not set is unknown (pods then have crio.service's own limits)."""
+        for an item it does not set, crio.service's own limits, which its pods inherit (its
+        main process's /proc/PID/limits, read once a call; unknown when CRI-O does not run)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
         from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
         try:
@@ -68,11 +84,32 @@ class Crio(Context):
                                                                crio_conf.DROPIN_DIR))
         except (errors.Error, IOError, OSError, ValueError):
             return {}   # the plan names the file it cannot read
-        if not found:
-            return {}
-        place, limits = found[-1]
-        return dict((name, (limit, place)) for name, limit in limits.items()
-                    if name in request.limits)
+        place, limits = found[-1] if found else (None, {})
+        current = dict((name, (limit, place)) for name, limit in limits.items()
+                       if name in request.limits)
+        running = request.read('crio_limits', lambda: own_limits(host))
+        for name, limit in (running.get('limits') or {}).items():
+            if name in request.limits and name not in current:
+                current[name] = (limit, "crio.service's own limits (pid %s)" % running['pid'])
+        return current
+
+    def limits(self, label, request, host, ceiling):
+        """The profile kept at what pods get now (Context.limits), and every entry of the list
+        CRI-O uses now for an item outside the profile, when another file sets that list: the
+        drop-in's list replaces it (the last file wins), so an item only that file sets would
+        otherwise be lost."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import crio_conf
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+        limits = Context.limits(self, label, request, host, ceiling)
+        try:
+            found = crio_conf.effective(crio_conf.config_files(crio_conf.MAIN,
+                                                               crio_conf.DROPIN_DIR))
+        except (errors.Error, IOError, OSError, ValueError):
+            return limits   # the plan names the file it cannot read
+        if found and not found[-1][0].startswith(request.paths[self.path_option] + ':'):
+            for name, limit in found[-1][1].items():
+                limits.setdefault(name, limit)
+        return limits
 
     def act(self, change, actions, state, host):
         # CRI-O reads default_ulimits at start: the units context restarts it (checked)

@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base imp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar, container_image
 
 DAEMON_JSON = dj.DAEMON_JSON
+INHERITED = 'inherited from containerd'    # the source of an item daemon.json does not set
 UNIT = 'docker.service'
 
 
@@ -157,12 +158,26 @@ class Docker(Context):
                     found[name] = (limit, dj.where(text, (dj.ULIMITS_KEY, name), path))
         except (dj.DaemonJsonError, FileError, ValueError):
             return {}   # the plan names what is wrong with the file
-        inherited = info.containerd_limits()
+        # read once a call, shared with containerd_cri (own_limits)
+        inherited = request.read('containerd_limits', info.containerd_limits)
         for name, entry in (inherited.get('limits') or {}).items():
             if name in request.limits and name not in found:
-                found[name] = (model_limit(entry), 'inherited from containerd (pid %s)'
-                               % inherited['pid'])
+                found[name] = (model_limit(entry), '%s (pid %s)' % (INHERITED,
+                                                                    inherited['pid']))
         return found
+
+    def limits(self, label, request, host, ceiling):
+        """The profile kept at what a new container gets now (Context.limits), less an item
+        daemon.json does not set whose inherited value (containerd's own) already is what
+        would be written, on no side the profile names: a met plain value adds no entry."""
+        current = self.current(label, request, host)
+        limits = request.limits_for(label, current, ceiling)
+        for name in list(limits):
+            have, source = current.get(name) or (None, None)
+            if (have == limits[name] and str(source).startswith(INHERITED)
+                    and not any(request.named.get(name, (False, False)))):
+                del limits[name]
+        return limits
 
     def act(self, change, actions, state, host):
         state['docker_change'] = change

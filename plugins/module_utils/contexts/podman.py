@@ -28,6 +28,12 @@ SHM_SIZE = Option(
         "Podman's C(shm_size) in the containers.conf drop-in of the C(podman) context (for "
         "example C(8G)); empty leaves it alone (Podman's default is 64 MB).",)))
 IMAGE = container_image('podman', 'Podman')
+# What a rootful container gets for an item default_ulimits does not set: podman's
+# pkg/specgen/generate addRlimits (v4, Linux) sets RLIMIT_NOFILE and RLIMIT_NPROC to
+# define.RLimitDefaultValue (1048576) unless given, capped at podman's own limits when rootless
+# or without CAP_SYS_RESOURCE (measured: podman 4.3.1 in a node without it, 20000:20000 and
+# 96367:96367, its own).
+ROOTFUL_DEFAULTS = {'nofile': 1048576, 'nproc': 1048576}
 
 
 class Podman(Context):
@@ -61,12 +67,55 @@ class Podman(Context):
             request.paths[self.path_option], 'drop-in'))]
 
     def current(self, label, request, host):
-        """containers.conf's ``default_ulimits`` as Podman reads them (file:line:col); an item
-        no file sets is unknown (a container then has the podman process's own limits)."""
+        """containers.conf's ``default_ulimits`` as Podman reads them (file:line:col); for an
+        item no file sets, what a rootful container gets without it: nofile and nproc
+        1048576:1048576 (Podman's own default, ROOTFUL_DEFAULTS; capped at the podman
+        process's own limits without CAP_SYS_RESOURCE), any other item the podman
+        process's own limits, which the runtime passes on (this process's, read once a call,
+        stand in for them)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
             containers_conf)
         found = containers_conf.effective()['default_ulimits']
-        return dict((name, entry) for name, entry in found.items() if name in request.limits)
+        current = dict((name, entry) for name, entry in found.items() if name in request.limits)
+        caller = request.read('podman_caller', lambda: host_limits.proc_limits('self'))
+        can_raise = request.read('podman_can_raise', lambda: host_limits.has_cap(
+            host_limits.CAP_SYS_RESOURCE))
+        for name in request.limits:
+            if name in current:
+                continue
+            if name in ROOTFUL_DEFAULTS:
+                default = model.Limit(ROOTFUL_DEFAULTS[name], ROOTFUL_DEFAULTS[name])
+                own = (caller or {}).get(name)
+                if not can_raise and own is not None:
+                    # without CAP_SYS_RESOURCE Podman caps its default at its own limits
+                    default = model.Limit(*[
+                        getattr(own, side) if model.exceeds(getattr(default, side),
+                                                            getattr(own, side))
+                        else getattr(default, side) for side in ('soft', 'hard')])
+                current[name] = (default, "Podman's default for a rootful container (no "
+                                 'default_ulimits entry%s)' % (
+                                     '' if can_raise else ', capped at its own limits'))
+            elif name in (caller or {}):
+                current[name] = (caller[name], "the podman process's own limits (no "
+                                 'default_ulimits entry; this process\'s)')
+        return current
+
+    def limits(self, label, request, host, ceiling):
+        """The profile kept at what containers get now (Context.limits), and every
+        ``default_ulimits`` entry another file gives for an item outside the profile: the
+        drop-in's list replaces the earlier files' (unless {append=true}), so an item only
+        they set would otherwise be lost."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
+            containers_conf)
+        limits = Context.limits(self, label, request, host, ceiling)
+        own = request.paths[self.path_option] + ':'
+        for name, (limit, place) in containers_conf.effective()['default_ulimits'].items():
+            if not str(place).startswith(own):
+                limits.setdefault(name, limit)
+        return limits
 
     def probe_command(self, user, uid, params):
         return probes.container_command('podman', params[self.image_option],

@@ -60,12 +60,42 @@ def _manager_defaults(host):
     return limits, "the running system manager's default (systemctl show)"
 
 
+def higher_of(configured, running):
+    """{item: (Limit, source)}: each side the higher of what the files set (``configured``,
+    applied at the next reexec or daemon-reload) and what the manager runs with now
+    (``running``), with the source of each side: a lower file waiting to be applied must not
+    hide a higher running value, nor the running value a higher file's (model.keep keeps
+    both)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+    found = dict(configured)
+    for name, (limit, source) in running.items():
+        if name not in found:
+            found[name] = (limit, source)
+            continue
+        have, have_source = found[name]
+        if have == limit:
+            continue
+        sides, sources = [], {}
+        for side in ('soft', 'hard'):
+            mine, theirs = getattr(have, side), getattr(limit, side)
+            take_running = theirs is not None and (mine is None or model.exceeds(theirs, mine))
+            sides.append(theirs if take_running else mine)
+            chosen = source if take_running else have_source
+            sources[side] = chosen.get(side) if isinstance(chosen, dict) else chosen
+        found[name] = (model.Limit(*sides), sources)
+    return found
+
+
 def manager_current(scope, request, host):
-    """What the ``scope`` manager's services get now: the value its files set, or, where none
-    does, the running system manager's (a user manager runs with those)."""
+    """What the ``scope`` manager's services get now. System: each side the higher of the
+    value its files set and the running manager's default (systemctl show: a lower file not
+    yet re-executed does not hide it, higher_of). User: the value user.conf sets, or, where
+    none does, the running system manager's (a user manager runs with those)."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_precedence
     names = list(request.limits)
     found = configured_now(systemd_precedence.resolve_manager(scope), names)
+    if scope == sdpaths.SYSTEM:
+        return higher_of(found, manager_now(request, host, names))
     found.update(manager_now(request, host, [n for n in names if n not in found]))
     return found
 

@@ -66,8 +66,10 @@ class Units(Context):
             path, host, None, unit)) for unit, path in sorted(found.items())]
 
     def current(self, label, request, host):
-        """The unit's own ``Limit*=`` (file:line), or what systemd has loaded for it (the
-        manager's defaults) where its files set none."""
+        """Each side the higher of the unit's own ``Limit*=`` (file:line) and what systemd has
+        loaded for it (``systemctl show``: its Limit*= as last loaded, else the manager's
+        defaults): a lower file waiting for a daemon-reload does not hide what the unit's next
+        start gets now (systemd_system.higher_of)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model
         from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf
@@ -75,7 +77,7 @@ class Units(Context):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
             systemd_precedence)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts.systemd_system \
-            import configured_now
+            import configured_now, higher_of
         unit = label[len(PREFIX):]
         names = list(request.limits)
         if sdpaths.is_template(sdpaths.unit_name(unit)):
@@ -84,14 +86,14 @@ class Units(Context):
             found = configured_now(systemd_precedence.resolve_unit(unit), names)
         except (systemd_conf.ConfError, limits_model.LimitError, IOError, OSError):
             return {}  # the plan reports what is wrong with the unit's files
-        missing = [n for n in names if n not in found]
-        if missing and systemd_live.systemd_running():
-            state = systemd_live.unit_live(
-                lambda args: host.run_command(args, environ_update=commands.live_env()), unit)
-            loaded = state.get('limits') or {}
-            found.update((n, (loaded[n], 'what systemd has loaded for %s' % unit))
-                         for n in missing if n in loaded)
-        return found
+        if not systemd_live.systemd_running():
+            return found
+        state = systemd_live.unit_live(
+            lambda args: host.run_command(args, environ_update=commands.live_env()), unit)
+        loaded = state.get('limits') or {}
+        return higher_of(found, dict(
+            (n, (loaded[n], 'what systemd has loaded for %s (systemctl show)' % unit))
+            for n in names if n in loaded))
 
     def act(self, change, actions, state, host):
         res = change.result
