@@ -74,8 +74,8 @@ def logins(request):
     """{domain: {item: Limit}} a new login of each domain gets now: what pam_limits applies on
     top of what the login service passes on (the oracle: pam_limits_conf.resolve started from
     the manager's defaults, Debian's rule for root)."""
-    files = [f for f in (conf.read_file(path) for path in conf.pam_order(pam.LIMITS_CONF,
-                                                                       pam.LIMITS_DIR)) if f]
+    paths = conf.pam_order(pam.LIMITS_CONF, pam.LIMITS_DIR)
+    files = [f for f in (conf.read_file(path) for path in paths) if f]
     manager = request._read['manager_now'][0]
     found = {}
     for domain in request.domains:
@@ -233,7 +233,7 @@ def expected(before, asked, named):
     return model.Limit(*sides)
 
 
-ITEMS = [name for name in model.RLIMIT_ITEMS]
+ITEMS = list(model.RLIMIT_ITEMS)
 
 
 @st.composite

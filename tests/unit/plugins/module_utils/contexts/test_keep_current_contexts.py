@@ -131,7 +131,7 @@ def most(a, b):
     return model.Limit(larger(a.soft, b.soft), larger(a.hard, b.hard))
 
 
-SYSTEMD_ITEMS = [name for name in ITEMS]
+SYSTEMD_ITEMS = list(ITEMS)
 
 
 @st.composite
