@@ -236,11 +236,16 @@ def expected(before, asked, named):
 ITEMS = list(model.RLIMIT_ITEMS)
 
 
+def profile_case(draw, items):
+    """(item, asked, named): an item of ``items``, a profile value of it and which of its sides
+    the profile names, drawn with ``draw`` (a composite strategy's)."""
+    item = draw(st.sampled_from(items))
+    return item, draw(pair(item)), (draw(st.booleans()), draw(st.booleans()))
+
+
 @st.composite
 def pam_case(draw):
-    item = draw(st.sampled_from(ITEMS))
-    asked = draw(pair(item))
-    named = (draw(st.booleans()), draw(st.booleans()))
+    item, asked, named = profile_case(draw, ITEMS)
     manager = draw(pair(item))
     if item == 'nofile' and manager.soft < 1024:
         # a login service's soft nofile below 1024 (su and runuser's) is left out here
@@ -353,9 +358,7 @@ CRI_ITEMS = [name for name in model.RLIMIT_ITEMS if model.ITEMS[name].kind != 'n
 
 @st.composite
 def cri_case(draw):
-    item = draw(st.sampled_from(CRI_ITEMS))
-    asked = draw(pair(item))
-    named = (draw(st.booleans()), draw(st.booleans()))
+    item, asked, named = profile_case(draw, CRI_ITEMS)
     own = draw(pair(item))
     if item == 'nofile':
         own = model.Limit(own.hard, own.hard)     # Go raises containerd's soft nofile

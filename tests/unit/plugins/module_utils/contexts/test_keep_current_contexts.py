@@ -136,9 +136,7 @@ SYSTEMD_ITEMS = list(ITEMS)
 
 @st.composite
 def systemd_case(draw):
-    item = draw(st.sampled_from(SYSTEMD_ITEMS))
-    asked = draw(pair(item))
-    named = (draw(st.booleans()), draw(st.booleans()))
+    item, asked, named = keep_current.profile_case(draw, SYSTEMD_ITEMS)
     running = draw(pair(item))
     # the files: nothing, what runs now, or another value waiting for a reexec/daemon-reload
     configured = draw(st.one_of(st.none(), st.just(running), pair(item)))
@@ -247,9 +245,7 @@ RUNTIME_ITEMS = [name for name in ITEMS if model.ITEMS[name].docker_name is not 
 
 @st.composite
 def runtime_case(draw):
-    item = draw(st.sampled_from(RUNTIME_ITEMS))
-    asked = draw(pair(item))
-    named = (draw(st.booleans()), draw(st.booleans()))
+    item, asked, named = keep_current.profile_case(draw, RUNTIME_ITEMS)
     own = draw(pair(item))
     listed = draw(st.one_of(st.none(), pair(item)))
     return item, asked, named, own, listed
