@@ -15,6 +15,7 @@ config.toml lists the CRI plugin in ``required_plugins``, containerd exits. (Wit
 ``required_plugins`` containerd starts without its CRI plugin: the restart "succeeds" and the
 kubelet finds no runtime; docs/containerd-kubernetes.md.)"""
 import json
+import re
 
 from conftest import (BASELINE, container_limits, node, output, run_module, run_role,
                       service_identity, snapshot, snapshot_diff)
@@ -38,8 +39,10 @@ def test_a_dockerd_refused_with_its_new_limits_runs_again_with_the_old_files(hos
                            limits_docker_restart='always')
         assert rc != 0, out[-3000:]
         assert "docker.service failed after its restart with this run's files:" in out, out[-3000:]
-        assert 'Restored: %s, /etc/docker/daemon.json; docker.service is active again with the ' \
-               'previous files' % DROPIN in out, out[-3000:]
+        # daemon.json is this run's only where containerd's own sigpending, which a container
+        # inherits, is below the profile's (issue 39.1: a met plain value writes nothing)
+        assert re.search(r'Restored: %s(, /etc/docker/daemon\.json)?; docker\.service is active '
+                         r'again with the previous files' % re.escape(DROPIN), out), out[-3000:]
         # every watched file as before; what is new is the module's backups and the drop-in
         # directory the run created (empty again)
         # (a backup may go: the backups of a file are pruned to its oldest and 4 newest)
