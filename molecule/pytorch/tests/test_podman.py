@@ -59,7 +59,9 @@ def test_after_the_limits_role_the_same_job_passes_in_a_podman_container(host):
     # sampler reads /dev/shm every 50 ms and can miss the moment of the highest use (one CI
     # run saw 61.1 MB), so this asks only that it saw more than one 32 MB batch in flight.
     assert run['peak_shm_bytes'] > 32 * MB
-    assert run['nofile_soft'] == 16384 and run['nofile_hard'] == 16384 and run['uid'] != 0
+    # at least the profile's 16384: Podman's own default (1048576, capped at the podman
+    # process's limits, 20000 here) is kept, never lowered to it (issue 39.1)
+    assert run['nofile_soft'] >= 16384 and run['nofile_hard'] >= 16384 and run['uid'] != 0
     assert data['job']['contexts']['container']['fits'] is True
     assert 'container (podman) ok' in data['summary']
     # the explicit z, for real: Podman took the relabel option on both mounts
@@ -76,7 +78,8 @@ def test_a_new_podman_container_gets_the_drop_in(host):
                             "\"df -k /dev/shm | tail -n 1; grep 'open files' /proc/self/limits\"",
                             IMAGE)
     assert out.splitlines()[0].split()[1] == str(512 * 1024)
-    assert out.splitlines()[1].split()[3:5] == ['16384', '16384']
+    soft, hard = out.splitlines()[1].split()[3:5]
+    assert int(soft) >= 16384 and int(hard) >= 16384, out     # kept above the profile (39.1)
 
 
 def test_podman_gives_nproc_1048576_when_default_ulimits_leave_it_out(host):
