@@ -64,12 +64,9 @@ def test_apply_then_rerun_changes_nothing(host, clean):
     assert first['actions']['reexec'] is True
     # soft nofile as asked; the hard limit systemd had (PID 1's here) kept (issue 31)
     assert 'DefaultLimitNOFILE=16384:' in host.file(SYSTEM).content_string
-    # a new container had containerd's limits, above the profile: kept on both sides, and,
-    # met already, daemon.json gets no entry for them (issue 39); one is written only where
-    # the node's ceiling caps the kept value
-    nofile = (json.loads(host.file(DAEMON).content_string).get('default-ulimits') or {}).get(
-        'nofile')
-    assert nofile is None or 16384 <= nofile['Soft'] <= nofile['Hard'], nofile
+    # a new container had containerd's limits, above the profile: kept on both sides
+    nofile = json.loads(host.file(DAEMON).content_string)['default-ulimits']['nofile']
+    assert 16384 <= nofile['Soft'] <= nofile['Hard'], nofile
     written = checksums(host, OURS)
     ok, second, output = run_module(host, 'gpufleet.tuning.limits_profile', ARGS)
     assert ok, output

@@ -166,19 +166,6 @@ class Docker(Context):
                                                                     inherited['pid']))
         return found
 
-    def limits(self, label, request, host, ceiling):
-        """The profile kept at what a new container gets now (Context.limits), less an item
-        daemon.json does not set whose inherited value (containerd's own) already is what
-        would be written, on no side the profile names: a met plain value adds no entry."""
-        current = self.current(label, request, host)
-        limits = request.limits_for(label, current, ceiling)
-        for name in list(limits):
-            have, source = current.get(name) or (None, None)
-            if (have == limits[name] and str(source).startswith(INHERITED)
-                    and not any(request.named.get(name, (False, False)))):
-                del limits[name]
-        return limits
-
     def act(self, change, actions, state, host):
         state['docker_change'] = change
         actions['docker_pending'] = not change.changed and docker_pending(host, change.path)
