@@ -35,8 +35,10 @@ def test_kept_sides_are_no_warning_and_a_rerun_warns_nothing(host, module, prist
     ok, result = module('gpufleet.tuning.limits_profile', dict(ARGS, profile={'nofile': 8192}))
     assert ok, result['output']
     kept = dict(((k['side'], k['source']), k) for k in result['limits_kept'])
-    # each side cites its own line (the hard side cited the soft line before)
-    assert sorted(kept) == [('hard', SITE + ':2'), ('soft', SITE + ':1')], result['limits_kept']
+    # each side of each domain cites its own line (the hard side cited the soft line before;
+    # `*` and root are kept each at its own, issue 39.1)
+    assert sorted(kept) == [('hard', SITE + ':2'), ('hard', SITE + ':4'), ('soft', SITE + ':1'),
+                            ('soft', SITE + ':3')], result['limits_kept']
     assert all(k['action'] == 'kept' for k in kept.values())
     assert kept[('hard', SITE + ':2')]['message'] == (
         "hard nofile 18000 kept: the node already has 18000 (%s:2), above the profile's 8192 "
@@ -54,7 +56,8 @@ def test_kept_sides_are_no_warning_and_a_rerun_warns_nothing(host, module, prist
     assert warnings_in(again) == [], again['output']
     # the kept sides are still listed, now from the managed file's own lines
     assert sorted((k['side'], k['action']) for k in again['limits_kept']) == [
-        ('hard', 'kept'), ('soft', 'kept')], again['limits_kept']
+        ('hard', 'kept'), ('hard', 'kept'), ('soft', 'kept'), ('soft', 'kept')], \
+        again['limits_kept']
 
 
 def test_a_named_side_lowered_is_warned_once(host, module, pristine_security):
@@ -67,7 +70,10 @@ def test_a_named_side_lowered_is_warned_once(host, module, pristine_security):
             % SITE) in said, said
     assert ('pam: soft nofile lowered from 12000 (%s:1) to 8192, as the profile names it'
             % SITE) in said, said
-    assert len([w for w in said if 'lowered' in w]) == 2, said
+    # root's own lines (3, 4) are lowered too, each said once
+    assert ('pam: hard nofile lowered from 18000 (%s:4) to 16000, as the profile names it'
+            % SITE) in said, said
+    assert len([w for w in said if 'lowered' in w]) == 4, said
     # the site lines the managed file now overrides, said on this run (issue 17.4)
     assert ('pam: %s:2 (* hard nofile 18000) is read earlier: * now gets hard nofile 16000'
             % SITE) in said, said
