@@ -39,7 +39,8 @@ def test_profile_above_the_ceiling_is_refused(host, unchanged):
 def test_nofile_unlimited_is_refused(host, unchanged):
     rc, out = run_role(host, limits_profile=dict(BASELINE, nofile='unlimited'))
     assert rc == 2, out
-    assert 'nofile cannot be unlimited: Linux-PAM >= 1.5.2 silently' in out, out
+    assert ('nofile cannot be unlimited (-1, "infinity" and "unlimited" all mean unlimited): '
+            'Linux-PAM >= 1.5.2 silently') in out, out
 
 
 def test_conflicting_later_limits_file_is_refused(host, unchanged, site_file):
@@ -97,8 +98,9 @@ def test_failed_verification_rolls_back_every_file(host, site_file):
     rc, out = run_role(host, limits_profile=LOWER, limits_rollback='failure')
     assert rc == 2, out
     # The user manager's own PAM session (systemd-user) applies the user line too, and a user
-    # service cannot exceed its manager: both contexts miss the profile.
-    assert 'The profile is not in effect in login, user_manager for trainer' in out, out
+    # service cannot exceed its manager: both contexts miss the profile, and ssh sessions,
+    # which the tune verifies too (issue 39.8), run the same pam_limits.
+    assert 'The profile is not in effect in login, ssh, user_manager for trainer' in out, out
     assert 'login nofile 12288:12288 2048:2048 soft+hard' in out, out
     assert 'user_manager nofile 12288:12288 2048:2048 soft+hard' in out, out
     # issue 31.10: every row carries its cause, the line the warning above it names
