@@ -129,7 +129,7 @@ class Pam(Context):
         return result
 
     def domain_limits(self, request, host, ceiling):
-        """{domain: {item: (Limit, write)}} for each domain whose login is known: the profile
+        """{domain: {item: Limit}} for each domain whose login is known: the profile
         kept at what the domain gets now on each side not named (model.keep), so that a plain
         value the domain already meets changes no value there. Every entry is written: the
         collection's line is what holds the value against an earlier line (a package's
@@ -147,7 +147,7 @@ class Pam(Context):
                 limit, found = model.keep(name, asked, request.named.get(name, (False, False)),
                                           have, source, top)
                 records.extend(r for r in found if r not in records)
-                limits[name] = (limit, True)
+                limits[name] = limit
             result[domain] = limits
         request.kept[self.name] = records
         return result

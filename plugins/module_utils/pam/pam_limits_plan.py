@@ -31,11 +31,8 @@ class PlanError(errors.Error):
 class Entry(object):
     """A requested entry: domain, item (Item), limit (Limit; None for state=absent)."""
 
-    def __init__(self, index, domain, item, limit, field=None, write=True):
+    def __init__(self, index, domain, item, limit, field=None):
         self.index = index
-        # False: the domain has ``limit`` already without a line of this file; the entry is
-        # checked against the other files (a narrower line that gives less) but not written
-        self.write = write
         self.domain = domain
         self.item = item
         self.limit = limit
@@ -98,9 +95,9 @@ def check_limit(where, item, limit):
 def profile_entries(limits, domains, field='profile', by_domain=None):
     """Typed entries of a parsed profile ({item: Limit}, from limits_model.parse_profile) for
     each domain, with the same checks as :func:`parse_entries`; errors name ``profile.ITEM``
-    (and ``domains[N]``). ``by_domain``: {domain: {item: (Limit, write)}}, the entry of a
-    domain it names instead of the profile (contexts/pam.py ``domain_limits``; ``write``
-    False: the domain has it already, no line is written for it)."""
+    (and ``domains[N]``). ``by_domain``: {domain: {item: Limit}}, the entry of a domain it
+    names instead of the profile (contexts/pam.py ``domain_limits``: the profile kept at what
+    the domain's login has now)."""
     by_domain = by_domain or {}
     entries = []
     seen = {}
@@ -115,12 +112,10 @@ def profile_entries(limits, domains, field='profile', by_domain=None):
             field_name = '%s.%s' % (field, name)
             check_domain_item(where, domain, parsed, item)
             check_limit(field_name, item, limit)
-            write = True
             if domain in by_domain and name in by_domain[domain]:
-                limit, write = by_domain[domain][name]
-                if write:
-                    check_limit(field_name, item, limit)
-            entries.append(Entry(len(entries), domain, item, limit, field_name, write))
+                limit = by_domain[domain][name]
+                check_limit(field_name, item, limit)
+            entries.append(Entry(len(entries), domain, item, limit, field_name))
     return entries
 
 
@@ -173,7 +168,7 @@ def check_ceilings(entries, ceiling, force=False):
     refused = []
     warnings = []
     for entry in entries:
-        if entry.limit is None or not entry.item.is_rlimit or not entry.write:
+        if entry.limit is None or not entry.item.is_rlimit:
             continue
         if entry.item.name == 'nofile' and ceiling.nr_open \
                 and model.exceeds(entry.limit.hard, ceiling.nr_open):
@@ -219,7 +214,7 @@ def plan_file(current_text, entries, state, exclusive=False, pam_version=None, p
     whose lines for items not in ``entries`` are removed (limits_profile's own file holds
     exactly the profile for the domains it writes; other domains' lines stay)."""
     limits_file = conf.parse(current_text or '', None, pam_version)
-    wanted = dict((e.key, e) for e in entries if e.write)
+    wanted = dict((e.key, e) for e in entries)
     by_key = {}
     for line in limits_file.lines:
         if line.kind in ('entry', 'invalid', 'nolimit') and line.domain is not None:
@@ -249,7 +244,7 @@ def plan_file(current_text, entries, state, exclusive=False, pam_version=None, p
         else:
             out.extend(entry.lines())
     if state == 'present':
-        missing = [e for e in entries if e.key not in written and e.write]
+        missing = [e for e in entries if e.key not in written]
         if missing:
             if out and not out[-1].endswith('\n'):
                 out[-1] += '\n'                      # never glue onto an unterminated line
@@ -381,12 +376,11 @@ def clamped_value(line, files, entry):
 
 def wildcard_root_warnings(entries, asked=()):
     """Advice to add root's own entry where a ``*`` entry has none; not when root is one of
-    the ``asked`` domains (limits_profile leaves out a line root's login already meets)."""
-    domains = set(e.key for e in entries if e.write)
+    the ``asked`` domains (root gets its own entry then)."""
+    domains = set(e.key for e in entries)
     warnings = []
     for entry in entries:
-        if entry.domain == '*' and entry.limit is not None and entry.write \
-                and 'root' not in asked \
+        if entry.domain == '*' and entry.limit is not None and 'root' not in asked \
                 and ('root', entry.item.name) not in domains:
             warnings.append('%s: "*" entries do not apply to root (limits.conf(5)); add a root '
                             'entry for %s if root runs training jobs'
@@ -455,7 +449,7 @@ def plan_entries(entries, path, state='present', exclusive=False, on_conflict='f
     written. ``pam_version``: Linux-PAM's, which decides how existing lines are read (None:
     unknown, pam_limits_conf.parse). Returns a changes.Change; raises changes.Failure."""
     result = result if result is not None else new_result(path)
-    result['entries'] = [e.as_dict() for e in entries if e.write]
+    result['entries'] = [e.as_dict() for e in entries]
 
     refused, forced = check_ceilings(entries, ceiling or host_limits.Ceiling(), force)
     if refused:
