@@ -25,7 +25,7 @@ COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..')
 #: could not be audited
 KEPT = (('contexts', dict), ('errors', list), ('ceilings', dict), ('gaps', list),
         ('pam_invalid', list), ('systemd_pending', list), ('unwritable', list), ('kernel', list),
-        ('core', dict), ('pids', dict), ('problems', list))
+        ('core', dict), ('pids', dict), ('problems', list), ('findings', list))
 
 
 def not_audited_reason(result):

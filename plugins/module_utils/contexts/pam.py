@@ -18,6 +18,9 @@ LIMITS_DIR = '/etc/security/limits.d'
 
 
 TARGET = LIMITS_DIR + '/90-gpufleet-tuning.conf'
+#: the probed contexts whose sessions run pam_limits: a limits file every session fails on stops
+#: them all (:meth:`Pam.problems`)
+STOPPED_BY_PAM = ('login', 'ssh', 'user_manager')
 PATH = Option('pam_path', 'path', default=TARGET, description=(
     'The limits.d file for login sessions.',))
 
@@ -166,8 +169,11 @@ class Pam(Context):
 
     def problems(self, report):
         """The limits files pam_limits cannot open (pam_limits_conf.session_failures): every
-        session that runs it fails, the node is broken."""
-        return [dict(source=found['path'], msg=found['msg'], state='broken')
+        session that runs it fails, the node is broken: logins, ssh sessions and the user
+        manager's own PAM session (``stops``)."""
+        stops = [c.probe for c in self.registry if c.probe in STOPPED_BY_PAM]
+        return [dict(source=found['path'], msg=found['msg'], state='broken', stops=stops,
+                     advice=found.get('fix') or '')
                 for found in (report or {}).get('session_errors') or []]
 
     def audit_probe(self, report, auditor):

@@ -265,9 +265,10 @@ def both(soft, hard):
 
 
 def predicted(report):
-    """{item: {soft, hard, source}}: what a new SSH session gets, side by side: a pam_limits
-    line (file:line) where sshd runs pam_limits and a line sets the side, else sshd's own
-    value (inherited) with where that comes from."""
+    """{item: {soft, hard, source, soft_source, hard_source}}: what a new SSH session gets,
+    side by side: a pam_limits line (file:line) where sshd runs pam_limits and a line sets the
+    side, else sshd's own value (inherited) with where that comes from (each side's own
+    evidence in ``soft_source`` and ``hard_source``)."""
     if not report:
         return {}
     sshd = report.get('sshd') or {}
@@ -296,7 +297,8 @@ def predicted(report):
             source = 'pam_limits (%s): %s' % (report['pam_limits'], '; '.join(
                 '%s: %s' % (side, s if s else 'inherited from sshd: ' + sshd_source(report, item))
                 for side, s in sources))
-        found[item] = dict(soft=sides['soft'], hard=sides['hard'], source=source)
+        found[item] = dict(soft=sides['soft'], hard=sides['hard'], source=source, **dict(
+            ('%s_source' % side, s or sshd_source(report, item)) for side, s in sources))
     return found
 
 

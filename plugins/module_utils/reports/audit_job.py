@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand as jd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 
 NR_OPEN = '/proc/sys/fs/nr_open'
 
@@ -52,3 +53,26 @@ def fit(job, contexts, nr_open=None, field='job'):
                   % (field, need['nofile'], nr_open))
     return dict(demand=need, shortfalls=shortfalls, fits=fits, short=short,
                 beyond_kernel=beyond)
+
+
+def settle(fit_result, found, pids_shortfalls=None):
+    """The job fit made whole, in place, once every item is known: a context the pids part
+    found short of the job's threads (``pids_shortfalls``) or whose findings say the job
+    cannot start there (findings.OUTLETS['job_fit']: a context no session opens) is short, not
+    in ``fits``; a context whose probe gave nothing to compare (unknown) is in neither."""
+    short = set(fit_result.get('short') or [])
+    short.update(s['context'] for s in pids_shortfalls or [])
+    unknown = set()
+    for entry in found or []:
+        verdict = findings.action('job_fit', entry)
+        if verdict == 'short':
+            short.add(entry['context'])
+        elif verdict == 'unknown' and entry['context'] not in (fit_result.get('fits') or []):
+            unknown.add(entry['context'])
+    for entry in pids_shortfalls or []:
+        if entry not in fit_result['shortfalls']:
+            fit_result['shortfalls'].append(entry)
+    fit_result['short'] = sorted(short)
+    fit_result['fits'] = [c for c in fit_result.get('fits') or [] if c not in short]
+    fit_result['unknown'] = sorted(unknown - short)
+    return fit_result

@@ -2,22 +2,24 @@
 # Copyright (c) gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The audit report (playbooks/audit_limits.yml's ``limits-audit.json``) for CI and compliance
-tools: JUnit XML and SARIF 2.1.0, rendered from the report's rows as they are (the gap, its
-source, its advice and the file:line they name: no second judgement here), and the message
-``audit_fail_on_gap`` fails the run with.
+tools: JUnit XML and SARIF 2.1.0, rendered from each host's findings (reports/findings.py:
+status, values, cause, advice and the place each names; no second judgement and no text read
+here), and the message ``audit_fail_on_gap`` fails the run with. What each does with each status
+is findings.OUTLETS (``junit``, ``sarif``, ``gate``), printed in docs/audit.md.
 
-JUnit: one ``testsuite`` per host, one ``testcase`` per context x item (classname
-``gpufleet.HOST.CONTEXT``, name the item): a gap is a ``failure`` (type ``gap``), a context the
-probe does not cover or could not start now (``not_running``, ``busy``, pids ``not_covered``,
-a pending row) is ``skipped``, a probe that failed is an ``error``, and a host that could not be
+JUnit: one ``testsuite`` per host, one ``testcase`` per finding (classname
+``gpufleet.HOST.CONTEXT``, name the item): a gap or a setting not applied yet is a ``failure``,
+a probe that failed or a context where no session opens an ``error`` (the ``type`` is the
+status), a context not covered or not probed now is ``skipped``, and a host that could not be
 audited is one ``error`` test case named ``audit``.
 
-SARIF: one result per gap (level ``error``; ``warning`` for a gap of a row that was predicted
-from the files or is pending, no new process having shown it), one rule per context x item
-(``gpufleet/CONTEXT/ITEM``). A path on a node is a relative URI against the base ``NODEROOT``
-(the root of the node's file system, ``file:///``; the host is in the result's
-``logicalLocations`` and ``properties.host``), its line ``region.startLine``; a gap whose row
-names no file is located at the report itself (base ``REPORTS``, ``limits-audit.json``).
+SARIF: one result per finding at level ``error`` (a gap, a context where no session opens) or
+``warning`` (a setting not applied yet), one rule per context x item (``gpufleet/CONTEXT/ITEM``).
+A path on a node is a relative URI against the base ``NODEROOT`` (the root of the node's file
+system, ``file:///``; the host is in the result's ``logicalLocations`` and ``properties.host``),
+its line ``region.startLine``: where the advice acts, else the place that decides the short side;
+a finding that names no file is located at the report itself (base ``REPORTS``,
+``limits-audit.json``).
 
 Controller-side only (the filters of plugins/filter/audit_report.py), plain Python.
 """
@@ -29,6 +31,8 @@ import hashlib
 import re
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
+
 SARIF_SCHEMA = 'https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json'
 TOOL = 'gpufleet.tuning'
 INFORMATION_URI = 'https://github.com/gpufleet/tuning'
@@ -38,75 +42,31 @@ NODE_ROOT, REPORTS = 'NODEROOT', 'REPORTS'
 REPORT_FILE = 'limits-audit.json'
 #: the partialFingerprints key (bump its version when what it hashes changes)
 FINGERPRINT = 'gpufleetGap/v1'
-#: probe error kinds that are not failures: the context does not run, or is busy now
-SKIPPED_KINDS = ('not_running', 'busy')
-#: rows no new process showed: a gap there is a warning
-UNPROBED_HOW = ('predicted', 'pending')
 
-# an absolute path and its line ('/etc/x.conf:3'), or an absolute path alone
-_FILE = r'/[^\s:;,()\'"`]+'
-_PATH_LINE = re.compile(r'(%s):(\d+)' % _FILE)
-_PATH = re.compile(r'(?:^|[\s(\'"`])(%s)' % _FILE)
-# the sources' forms (contexts/ssh.py, run/audit.py source_of): the PAM stack line that runs
-# pam_limits, before the limits lines it applies ('pam_limits (/etc/pam.d/sshd:40): ...'); one
-# file's soft and hard lines ('FILE:3 (soft), :4 (hard)'); each side's ('soft: F:2; hard: G:5')
-_CARRIER = re.compile(r'pam_limits \(%s:\d+\): ' % _FILE)
-_BOTH_SIDES = re.compile(r'(%s):(\d+) \(soft\), :(\d+) \(hard\)' % _FILE)
-_SIDE = re.compile(r'\b(soft|hard): (%s):(\d+)' % _FILE)
 # characters XML 1.0 cannot hold, even escaped
 _NOT_XML = re.compile(u'[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
 
-def line_in(text, gap):
-    """(path, line) of the line ``text`` names for the short side (``gap``: 'soft', 'hard' or
-    'soft+hard'; the soft side's line unless only hard is short), or None. The PAM stack line
-    that runs pam_limits is skipped: the limits line after it sets the value."""
-    text = _CARRIER.sub('', text)
-    side = 'hard' if gap == 'hard' else 'soft'
-    match = _BOTH_SIDES.search(text)
-    if match:
-        return match.group(1), int(match.group(3) if side == 'hard' else match.group(2))
-    sides = dict((m.group(1), (m.group(2), int(m.group(3)))) for m in _SIDE.finditer(text))
-    if sides:
-        return sides.get(side) or sides.get('hard' if side == 'soft' else 'soft')
-    match = _PATH_LINE.search(text)
-    return (match.group(1), int(match.group(2))) if match else None
+def location(entry):
+    """(path, line) a finding is located at: where its advice acts (the line that, acted on,
+    closes the gap), else its place (what decides the short side); (None, None) where it names
+    no file. Both come with the finding: nothing is read out of its text."""
+    advice = entry.get('advice') or {}
+    if advice.get('path'):
+        return advice['path'], advice.get('line')
+    found = entry.get('place') or {}
+    return found.get('path'), found.get('line')
 
 
-def location(row):
-    """(path, line) the row names: the ``file:line`` of its advice (the line that, acted on,
-    closes the gap), else of its source (the line that sets the value) - of the short side where
-    the text names a line per side, past the PAM stack line that runs pam_limits - else the
-    first path of either with line None; (None, None) where the row names no file."""
-    texts = [str(row.get('advice') or ''), str(row.get('source') or '')]
-    for text in texts:
-        found = line_in(text, str(row.get('gap') or ''))
-        if found:
-            return found
-    for text in texts:
-        text = _CARRIER.sub('', text)
-        match = _PATH.search(text)
-        if match:
-            return match.group(1), None
-    return None, None
-
-
-def where(row):
+def where(entry):
     """``file:line`` (or the file alone, or '') of :func:`location`."""
-    path, line = location(row)
-    return '' if path is None else path if line is None else '%s:%d' % (path, line)
+    return findings.where(findings.place(*location(entry)))
 
 
-def sentence(host, row):
-    """One sentence per gap, the same in JUnit and SARIF: host, context, item, what a new
-    process gets against the profile, the short side, where the value comes from and the advice
-    (as the audit wrote them)."""
-    text = ('%s %s %s: %s (soft:hard) is below the profile\'s %s (%s short); source: %s' % (
-        host, row.get('context'), row.get('item'), row.get('actual'), row.get('expected'),
-        row.get('gap'), row.get('source') or 'unknown'))
-    if row.get('advice'):
-        text += '; advice: %s' % row['advice']
-    return text + '.'
+def sentence(host, entry):
+    """One sentence per finding, the same in JUnit and SARIF: the host and the finding's own
+    sentence (context, item, values, short side, cause and advice as the audit wrote them)."""
+    return '%s %s.' % (host, entry.get('msg') or findings.sentence(entry))
 
 
 def _xml(value):
@@ -129,72 +89,33 @@ def _indent(element, level=0):
         element[-1].tail = '\n' + '  ' * level
 
 
-def _items(report, profile):
-    """The items of a host's test cases: its rows' items in their order, then the profile's."""
-    found = []
-    for name in [r.get('item') for r in report.get('rows') or []] + list(profile or {}):
-        if name and str(name) not in found:
-            found.append(str(name))
-    return found
-
-
-def _contexts(report):
-    found = []
-    for name in [r.get('context') for r in report.get('rows') or []] + [
-            e.get('context') for e in report.get('errors') or []] + list(
-            (report.get('pids') or {}).get('not_covered') or []):
-        if name and str(name) not in found:
-            found.append(str(name))
-    return found
-
-
-def host_cases(host, report, profile):
-    """[(classname, name, outcome, message, detail)] of one host; outcome is '' (passed),
-    'failure', 'skipped', 'error' (a probe that failed) or 'not_audited' (the host)."""
+def host_cases(host, report, profile=None):
+    """[(classname, name, outcome, message, detail, type)] of one host, one per finding:
+    outcome as findings.OUTLETS['junit'] says ('' for passed), or 'not_audited' (the host);
+    type: the finding's status. ``profile``
+    is not read (the findings carry the profile's items); kept for the filter's signature."""
     report = report or {}
     if not report.get('audited', True):
         message = '; '.join(str(e.get('msg', '')) for e in report.get('errors') or []) \
             or 'not audited'
-        return [('gpufleet.%s' % host, 'audit', 'not_audited', message, message)]
-    rows = dict(((str(r.get('context')), str(r.get('item'))), r) for r in report.get('rows') or [])
-    errors = report.get('errors') or []
-    not_covered = (report.get('pids') or {}).get('not_covered') or []
+        return [('gpufleet.%s' % host, 'audit', 'not_audited', message, message,
+                 'not_audited')]
     cases = []
-    for context in _contexts(report):
-        for item in _items(report, profile):
-            classname = 'gpufleet.%s.%s' % (host, context)
-            row = rows.get((context, item))
-            if row is not None:
-                cases.append(_row_case(host, classname, row))
-                continue
-            error = next((e for e in errors if str(e.get('context')) == context
-                          and e.get('item') in (None, item)), None)
-            if error is not None:
-                kind = error.get('kind')
-                outcome = 'skipped' if kind in SKIPPED_KINDS else 'error'
-                message = '%s not probed%s: %s' % (context, ' (%s)' % kind if kind else '',
-                                                   error.get('msg', ''))
-                cases.append((classname, item, outcome, message, message))
-            elif item == 'pids' and context in not_covered:
-                message = '%s: the pids probe does not cover this context' % context
-                cases.append((classname, item, 'skipped', message, message))
-    return cases
-
-
-def _row_case(host, classname, row):
-    item = str(row.get('item'))
-    if row.get('gap'):
-        message = sentence(host, row)
+    for entry in findings.of(report):
+        classname = 'gpufleet.%s.%s' % (host, entry['context'])
+        outcome = findings.action('junit', entry)
+        if outcome == 'passed':
+            cases.append((classname, entry['item'], '', '', '', entry['status']))
+            continue
+        message = sentence(host, entry)
         detail = '\n'.join('%s: %s' % (key, value) for key, value in (
-            ('gap', row.get('gap')), ('actual', row.get('actual')),
-            ('expected', row.get('expected')), ('cause', row.get('source') or ''),
-            ('advice', row.get('advice') or ''), ('file:line', where(row) or 'none named'),
-            ('how', row.get('how') or '')))
-        return (classname, item, 'failure', message, detail)
-    if row.get('how') == 'pending':
-        message = '%s %s not probed now: %s' % (row.get('context'), item, row.get('actual'))
-        return (classname, item, 'skipped', message, message)
-    return (classname, item, '', '', '')
+            ('status', entry['status']), ('short', '+'.join(entry.get('short') or [])),
+            ('actual', entry.get('actual')), ('expected', entry.get('expected')),
+            ('cause', entry.get('cause') or ''),
+            ('advice', (entry.get('advice') or {}).get('action') or ''),
+            ('file:line', where(entry) or 'none named'), ('how', entry.get('how') or '')))
+        cases.append((classname, entry['item'], outcome, message, detail, entry['status']))
+    return cases
 
 
 def junit_xml(report):
@@ -215,15 +136,14 @@ def junit_xml(report):
         if stamp:
             attrs['timestamp'] = stamp
         suite = ET.SubElement(root, 'testsuite', attrs)
-        for classname, name, outcome, message, detail in cases:
+        for classname, name, outcome, message, detail, kind in cases:
             case = ET.SubElement(suite, 'testcase', classname=_xml(classname), name=_xml(name),
                                  time='0')
             if outcome:
                 tag = 'error' if outcome == 'not_audited' else outcome
                 child = ET.SubElement(case, tag, message=_xml(message))
                 if tag != 'skipped':
-                    child.set('type', dict(failure='gap', error='probe_error').get(outcome,
-                                                                                   outcome))
+                    child.set('type', kind)
                     child.text = _xml(detail)
         for key in totals:
             totals[key] += counts[key]
@@ -266,32 +186,36 @@ def _physical(path, line):
     return found
 
 
-def fingerprint(host, row):
-    """Stable across runs while the same gap stays: host, context, item and the file named."""
-    path, _line = location(row)
-    key = '\0'.join([str(host), str(row.get('context')), str(row.get('item')), path or ''])
+def fingerprint(host, entry):
+    """Stable across runs while the same finding stays: host, context, item and the file
+    named."""
+    path, _line = location(entry)
+    key = '\0'.join([str(host), str(entry.get('context')), str(entry.get('item')), path or ''])
     return hashlib.sha256(key.encode('utf-8')).hexdigest()
 
 
 def sarif_log(report, version):
-    """The audit report as a SARIF 2.1.0 log (a dict): ``version``, the collection's."""
+    """The audit report as a SARIF 2.1.0 log (a dict): ``version``, the collection's. One
+    result per finding whose findings.OUTLETS['sarif'] cell is a level (error, warning)."""
     report = report or {}
     hosts = report.get('hosts') or {}
     rules, index, results = [], {}, []
     for host in hosts:
-        for row in (hosts[host] or {}).get('rows') or []:
-            key = (str(row.get('context')), str(row.get('item')))
+        for entry in findings.of(hosts[host] or {}) if (hosts[host] or {}).get(
+                'audited', True) else []:
+            key = (str(entry['context']), str(entry['item']))
             if key not in index:
                 index[key] = len(rules)
                 rules.append(_rule(*key))
-            if not row.get('gap'):
+            level = findings.action('sarif', entry)
+            if level == 'none':
                 continue
-            path, line = location(row)
+            path, line = location(entry)
             results.append({
                 'ruleId': rule_id(*key),
                 'ruleIndex': index[key],
-                'level': 'warning' if row.get('how') in UNPROBED_HOW else 'error',
-                'message': {'text': sentence(host, row)},
+                'level': level,
+                'message': {'text': sentence(host, entry)},
                 'locations': [{
                     'physicalLocation': _physical(path, line),
                     'logicalLocations': [
@@ -300,12 +224,15 @@ def sarif_log(report, version):
                         {'name': key[0], 'kind': 'namespace',
                          'fullyQualifiedName': '%s/%s' % (host, key[0])}],
                 }],
-                'partialFingerprints': {FINGERPRINT: fingerprint(host, row)},
+                'partialFingerprints': {FINGERPRINT: fingerprint(host, entry)},
                 'properties': {'host': str(host), 'context': key[0], 'item': key[1],
-                               'actual': row.get('actual'), 'expected': row.get('expected'),
-                               'gap': row.get('gap'), 'source': row.get('source'),
-                               'advice': row.get('advice') or '', 'how': row.get('how') or '',
-                               'located': path is not None},
+                               'status': entry['status'], 'kind': entry['kind'],
+                               'actual': entry.get('actual'),
+                               'expected': entry.get('expected'),
+                               'gap': '+'.join(entry.get('short') or []),
+                               'source': entry.get('cause') or '',
+                               'advice': (entry.get('advice') or {}).get('action') or '',
+                               'how': entry.get('how') or '', 'located': path is not None},
             })
     run = {
         'tool': {'driver': {'name': TOOL, 'version': str(version),
@@ -326,14 +253,16 @@ def sarif_log(report, version):
 
 
 def gap_failure(hosts):
-    """audit_fail_on_gap's message: the hosts with a gap, each with its contexts and items
-    (``login: nofile, nproc; ssh: nofile``); '' without a gap."""
+    """audit_fail_on_gap's message: the hosts with a finding that fails the gate
+    (findings.OUTLETS['gate']), each with its contexts and items (``login: nofile, nproc;
+    ssh: nofile``); '' without one."""
     parts = []
     for host, report in (hosts or {}).items():
         found = {}
-        for row in (report or {}).get('rows') or []:
-            if row.get('gap'):
-                found.setdefault(str(row.get('context')), []).append(str(row.get('item')))
+        for entry in findings.failing('gate', findings.of(report or {})):
+            found.setdefault(str(entry['context']), []).append(
+                str(entry['item']) + ('' if entry['status'] == findings.GAP
+                                      else ' (%s)' % entry['status']))
         if found:
             parts.append('%s (%s)' % (host, '; '.join('%s: %s' % (c, ', '.join(i))
                                                       for c, i in found.items())))

@@ -25,6 +25,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
+
 _NUMBERED = re.compile(r'^(.*?)(\d+)(\D*)$')
 
 #: how long an example message may be in the summary
@@ -212,26 +214,27 @@ def build(hosts, limit=12):
                 key = (status, kind, normalise_for(message, host) if kind == 'other' else '')
                 unaudited.setdefault(key, []).append((host, message))
             continue
-        for problem in report.get('problems') or []:
-            # what stops a context (a limits file every session fails on): the host is broken
-            message = str(problem.get('msg', ''))
-            key = (str(problem.get('context', '?')), normalise_for(message, host))
-            broken.setdefault(key, []).append((host, message))
-        for error in report.get('errors') or []:
-            message = str(error.get('msg', ''))
-            key = (str(error.get('context', '?')), normalise_for(message, host))
-            unprobed.setdefault(key, []).append((host, message))
-        for row in report.get('rows') or []:
-            key = (str(row.get('context')), str(row.get('item')))
-            probed.setdefault(key, set()).add(host)
-            if row.get('how') == 'reused':
-                reused.setdefault(str(row.get('context')), {})[host] = str(row.get('proved_at'))
-            if not row.get('gap'):
+        # the findings, as findings.OUTLETS['fleet_summary'] says: short, broken (no session
+        # opens: the host is broken), unprobed (the probe failed or could not start now)
+        for entry in findings.of(report):
+            cell = findings.action('fleet_summary', entry)
+            context, item = str(entry['context']), str(entry['item'])
+            message = str(entry.get('cause') or entry['status'])
+            if cell in ('broken', 'unprobed'):
+                found = (broken if cell == 'broken' else unprobed).setdefault(
+                    (context, normalise_for(message, host)), [])
+                if host not in [h for h, _m in found]:
+                    found.append((host, message))
+                continue
+            probed.setdefault((context, item), set()).add(host)
+            if entry.get('how') == 'reused':
+                reused.setdefault(context, {})[host] = str(entry.get('proved_at'))
+            if cell != 'short':
                 continue
             short_hosts.add(host)
-            why = (str(row.get('actual')), str(row.get('gap')), str(row.get('source')),
-                   str(row.get('expected')))
-            items.setdefault(key, {}).setdefault(why, []).append(host)
+            why = (str(entry.get('actual')), '+'.join(entry.get('short') or []) or
+                   entry['status'], str(entry.get('cause') or ''), str(entry.get('expected')))
+            items.setdefault((context, item), {}).setdefault(why, []).append(host)
     out_items = []
     for (context, item), whys in items.items():
         groups = [dict(actual=actual, gap=gap, source=source, expected=expected,

@@ -79,7 +79,7 @@ def pam_report(params, host=None):
     # the files that make every session fail are reported (the audit's problems), the
     # others read as pam_limits reads them
     broken = conf.session_failures(params['limits_conf'], params['limits_dir'], pam_version)
-    result['session_errors'] = [dict(path=exc.path, msg=str(exc)) for exc in broken]
+    result['session_errors'] = [dict(path=exc.path, msg=str(exc), fix=exc.fix) for exc in broken]
     try:
         for path in conf.pam_order(params['limits_conf'], params['limits_dir']):
             if path in [exc.path for exc in broken]:

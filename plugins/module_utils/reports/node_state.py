@@ -5,17 +5,15 @@
 the node-problem-detector plugin prints, the Node Feature Discovery local feature file, and the
 recorded components as textfile metrics. Plain Python, Python 3.8; docs/node-state.md.
 
-One evaluation: everything here is derived from the audit result the metrics come from
-(:func:`verdict`), with no judgement of its own. A context is ``short`` when the audit has a
-gap for it (``gaps``, a pids row with a gap, for the kernel a ceiling with a gap > 0, the same
-rows that make ``gpufleet_limits_compliant`` 0 and ``gpufleet_limits_sysctl_gap`` > 0),
-``unknown`` when its probe failed or is pending, ``broken`` when the audit has a problem for
-it (``problems``: a limits file every session fails on), else ``ok``. The node is ``broken``
-when any context is (NPD NonOK, label false), else ``short`` when any context or ceiling is,
-``unknown`` when the audit did not run, else ``ok``: a failed probe
-leaves its context unknown and is named in the message, but does not make the node unknown,
-as in the alert rules (a gap is a warning, a failed probe information): root's user manager
-comes and goes with sessions, and a node label must not flap with it.
+One evaluation: everything here renders the audit's findings (reports/findings.py), as
+``findings.OUTLETS['npd']`` and ``['nfd']`` say, with no judgement of its own. A context is the
+worst of its findings: ``broken`` (no session opens there), ``short`` (a gap, or a setting not
+applied yet), ``unknown`` (its probe failed or could not start now), else ``ok``; kernel
+ceilings are the context ``kernel``. The node is ``broken`` when any context is (NPD NonOK,
+label false), else ``short`` when any is, else ``ok``; ``unknown`` only when the audit did not
+run: a failed probe leaves its context unknown and is named in the message, but does not make
+the node unknown, as in the alert rules (a gap is a warning, a failed probe information):
+root's user manager comes and goes with sessions, and a node label must not flap with it.
 
 Formats (cited in docs/node-state.md):
 
@@ -41,6 +39,7 @@ import re
 import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import component_versions as cv
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import textfile_metrics as tm
 
 OK, SHORT, UNKNOWN, BROKEN = 'ok', 'short', 'unknown', 'broken'
@@ -74,30 +73,26 @@ class Verdict(object):
 
 
 def verdict(result):
-    """The Verdict of an audit that ran (``result`` as drift_watch's child returns it)."""
-    short = [(g['context'], g['item']) for g in result.get('gaps') or []]
-    short += [(r['context'], 'pids') for r in result.get('rows') or []
-              if r.get('item') == 'pids' and r.get('gap')]
-    short += [('kernel', r['name']) for r in result.get('kernel') or []
-              if (r.get('gap') or 0) > 0]
-    errors = result.get('errors') or []
-    failed = sorted(set(e.get('context') for e in errors if e.get('kind') != 'busy'))
-    pending = set(e.get('context') for e in errors if e.get('kind') == 'busy')
-    contexts = {}
-    names = list(result.get('contexts') or {}) + failed + sorted(pending) + [
-        r['context'] for r in result.get('rows') or [] if r.get('item') == 'pids']
-    for name in names:
-        contexts[name] = UNKNOWN if name in failed or name in pending else OK
-    for name, _item in short:
-        if name != 'kernel':
-            contexts[name] = SHORT
-    # a problem stops its context (a limits file every session fails on): broken, whatever
-    # the gaps say
-    problems = result.get('problems') or []
-    for found in problems:
-        contexts[found.get('context')] = BROKEN
-    state = BROKEN if problems else SHORT if short else OK
-    return Verdict(state, contexts, short, failed, problems=problems)
+    """The Verdict of an audit that ran (``result`` as drift_watch's child returns it): its
+    findings (reports/findings.py) as findings.OUTLETS['npd'] says, per context and for the
+    node (the worst: broken, short, unknown, ok)."""
+    found = findings.of(result)
+    contexts = findings.context_states('npd', found)
+    short = [(f['context'], f['item']) for f in found if findings.action('npd', f) == 'short']
+    failed = sorted(set(f['context'] for f in found
+                        if f['status'] == findings.PROBE_ERROR))
+    problems = [f for f in found if findings.action('npd', f) == 'broken']
+    state = findings.node_state('npd', found)
+    if state == UNKNOWN:
+        # a failed probe leaves its context unknown, not the node (the module docstring)
+        state = OK
+    causes = []
+    for entry in problems:
+        if entry['cause'] not in causes:
+            causes.append(entry['cause'])
+    return Verdict(state, contexts, short, failed, problems=[dict(
+        context=', '.join(sorted(set(f['context'] for f in problems if f['cause'] == cause))),
+        msg=cause) for cause in causes])
 
 
 def failure_verdict(reason, msg):

@@ -34,6 +34,7 @@ import time
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import safe_file
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 
 PREFIX = 'gpufleet_limits_'
 FILE_NAME = 'gpufleet_limits.prom'
@@ -189,7 +190,6 @@ def render_audit(result, profile_items, now, duration=None, period=None):
     failed = set(e.get('context') for e in result.get('errors') or [])
     pending = set(e.get('context') for e in result.get('errors') or [] if e.get('kind') == 'busy')
     contexts = [c for c in result.get('contexts') or {} if c not in failed]
-    below = dict(((g['context'], g['item']), g) for g in result.get('gaps') or [])
     for side in ('soft', 'hard'):
         for context in contexts:
             limits = result['contexts'][context].get('limits') or {}
@@ -206,10 +206,14 @@ def render_audit(result, profile_items, now, duration=None, period=None):
                 if distance is not None:
                     families.add('gap' + unit_suffix(item), 'gap',
                                  [('context', context), ('item', item), ('side', side)], distance)
-    for context in contexts:
-        for item in items:
-            families.add('compliant', 'compliant', [('context', context), ('item', item)],
-                         0 if (context, item) in below else 1)
+    # compliant: the findings, as findings.OUTLETS['metrics'] says (a node where no session
+    # opens and a kernel ceiling below its minimum are 0 too)
+    for entry in findings.of(result):
+        cell = findings.action('metrics', entry)
+        if cell in ('compliant', 'not_compliant'):
+            families.add('compliant', 'compliant', [('context', entry['context']),
+                                                    ('item', entry['item'])],
+                         1 if cell == 'compliant' else 0)
     for item in items:
         families.add('profile_info', 'profile_info', [
             ('item', item), ('soft', _info_value(expected[item].get('soft'))),
@@ -228,7 +232,8 @@ def render_audit(result, profile_items, now, duration=None, period=None):
 
 def pids_metrics(families, rows):
     """The pids rows (run/pids_audit.rows) as metrics, label ``context``: the pids.max a new
-    process gets, how far below the profile, and ``compliant`` with ``item="pids"``."""
+    process gets and how far below the profile (``compliant`` with ``item="pids"`` comes from
+    the findings, with every other item)."""
     for row in rows:
         pairs = [('context', row['context'])]
         effective = pids_model.parse_pids_max(row['actual']) if row['actual'] not in (
@@ -243,8 +248,6 @@ def pids_metrics(families, rows):
             distance = 0 if not pids_model.below(effective, wanted) else (
                 float('inf') if wanted == pids_model.UNLIMITED else wanted - effective)
             families.add('pids_gap', 'pids_gap', pairs, distance)
-        families.add('compliant', 'compliant', pairs + [('item', 'pids')],
-                     0 if row.get('gap') else 1)
 
 
 def kernel_metrics(families, rows):

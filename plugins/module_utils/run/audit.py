@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import contai
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import core_dumps
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import kernel_ceilings
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
@@ -143,19 +144,29 @@ def _owner(context):
 
 def advice_for(context, configured, actual=None, blocked=None, pending=None,
                sides=('soft', 'hard')):
-    """What would close a gap, said only where the evidence points at it (the same evidence
-    :func:`source_of` names): the action that applies a setting not applied yet (``pending``),
-    the login lines pam_limits cannot apply (``blocked``), the file:line that sets the value a
-    new process gets, or the tune's own file where no file sets it. '' where a file sets other
-    values than the process gets and nothing says why (no advice without evidence)."""
+    """The text of :func:`advice_at`."""
+    return advice_at(context, configured, actual, blocked, pending, sides)[0]
+
+
+def advice_at(context, configured, actual=None, blocked=None, pending=None,
+              sides=('soft', 'hard')):
+    """(what would close a gap, the place it acts on: {path, line} or None), said only where
+    the evidence points at it (the same evidence :func:`source_of` names): the action that
+    applies a setting not applied yet (``pending``), the login lines pam_limits cannot apply
+    (``blocked``), the file:line that sets the value a new process gets (of the short
+    ``sides``, each side from its own record), or the tune's own file where no file sets it.
+    ('', None) where a file sets other values than the process gets and nothing says why (no
+    advice without evidence)."""
     configured = configured or {}
+    places = findings.places_of(configured)
+    at = findings.first_place(places, sides)
     if pending:
-        return pending
+        return pending, at
     if context == 'login' and blocked and actual is not None and (
             configured.get('soft'), configured.get('hard')) != (actual.get('soft'),
                                                                 actual.get('hard')):
         return ('change %s: pam_limits cannot apply it, so the session keeps its defaults'
-                % '; '.join(blocked))
+                % '; '.join(blocked), findings.place_in(blocked[0]) or at)
     record = _owner(context)
     if context == 'login':
         places = [(configured.get('%s_source' % side) or '').split(' (', 1)[0] for side in sides]
@@ -168,16 +179,17 @@ def advice_for(context, configured, actual=None, blocked=None, pending=None,
         target = record.target_path() if record is not None else None
         if target and all(w.rsplit(':', 1)[0] == target for w in where.split('; ')):
             return ('run limits_profile: %s, the file it writes, holds other values than the '
-                    'profile' % where)
+                    'profile' % where, at)
         return ('raise or remove %s (it sets %s); limits_profile does not edit files it does not '
-                'own' % (where, _pair(configured)))
+                'own' % (where, _pair(configured)), at)
     if not where and context.startswith(registry.UNIT_PREFIX):
         return ('run limits_profile with units: [%s] (a drop-in with Limit*= for it)'
-                % context[len(registry.UNIT_PREFIX):])
+                % context[len(registry.UNIT_PREFIX):], None)
     if not where and record is not None and record.name:
+        target = record.target_path() or record.target
         return ('run limits_profile with contexts: [%s] (it writes %s)'
-                % (record.name, record.target_path() or record.target))
-    return ''
+                % (record.name, target), findings.place(target))
+    return '', None
 
 
 def pending_actions(reports, host):
@@ -244,12 +256,17 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
                 source=source or FALLBACK.get(context, UNIT_FALLBACK),
                 gap='+'.join(gap[0]['sides']) if gap else '',
                 how='predicted' if context in predicted else 'probed')
+            row['places'] = findings.places_of(configured.get(item))
             if gap:
-                row['advice'] = advice_for(
+                owed = (unapplied or {}).get((context, item))
+                text, at = advice_at(
                     context, configured.get(item) or {},
                     dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
-                    blocked if context == 'login' else None, (unapplied or {}).get((context, item)),
-                    gap[0]['sides'])
+                    blocked if context == 'login' else None, owed, gap[0]['sides'])
+                row['advice'] = text
+                row['advice_at'] = findings.advice(text, at)
+                if owed:
+                    row['owed'] = owed
             if entry.get('reused'):
                 row.update(how='reused', proved_at=entry['reused']['proved_at'])
             if context in pending:
@@ -374,4 +391,10 @@ def audit(host, params):
     if pids_value is not None:
         pids_audit.extend(result, host, params, contexts, pids_value,
                           ((result.get('job_fit') or {}).get('demand') or {}).get('pids'))
+    # the one evaluation every outlet renders (reports/findings.py)
+    result['findings'] = findings.evaluate(
+        result, items + (['pids'] if pids_value is not None else []))
+    if job:
+        audit_job.settle(result['job_fit'], result['findings'],
+                         (result.get('pids') or {}).get('shortfalls'))
     return result, warnings

@@ -22,8 +22,10 @@ Two modes of the watch's entry point (drift_watch.py dispatches to :func:`main`)
     stays and the health check can resume the node). An audit that cannot run exits 0: the
     job is not failed for the check's own trouble.
 
-The gap, its values and the file:line come from the audit's rows (run/audit.py); nothing is
-judged here again. docs/slurm.md "Health check and prolog".
+What drains is the audit's findings (reports/findings.py) whose findings.OUTLETS['slurm_health']
+cell is ``drain`` (a gap, a setting not applied yet, a context where no session opens), for the
+contexts jobs depend on and the node-wide ones (kernel ceilings, a broken PAM stack); their
+values and file:line come with them; nothing is judged or read out of text here. docs/slurm.md "Health check and prolog".
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,7 +37,7 @@ import re
 import subprocess
 import sys
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import ci_reports
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
 
 #: the start of every drain reason this check sets: the only drains it lifts
@@ -56,32 +58,31 @@ DEFAULT_PROLOG_TIMEOUT = 8
 MAX_REASON = 160
 
 
-def place_of(source, gap='soft'):
-    """The ``/path:line`` of a row's source for the short side (ci_reports.line_in, the one
-    reader of the sources' forms: past the PAM stack line that runs pam_limits, the soft or hard
-    line), else the source text up to its first ' ('."""
-    found = ci_reports.line_in(source or '', gap or 'soft')
-    if found:
-        return '%s:%d' % found
-    return (source or '').split(' (', 1)[0].strip().strip('()')
+def drained_by(found, contexts):
+    """The findings that drain the node (findings.OUTLETS['slurm_health']), in ``contexts``
+    order, then the node-wide ones: a kernel ceiling, and a context where no session opens
+    (whatever context: the node is broken for every job)."""
+    draining = findings.failing('slurm_health', found)
+    ordered = [f for context in contexts for f in draining if f['context'] == context]
+    return ordered + [f for f in draining if f not in ordered and (
+        f['context'] == findings.KERNEL or f['status'] == findings.NODE_BROKEN)]
 
 
-def gap_rows(rows, contexts):
-    """The audit's rows with a gap, in ``contexts`` order, then the profile's item order."""
-    return [row for context in contexts for row in rows or []
-            if row.get('context') == context and row.get('gap')]
-
-
-def phrase(row):
-    """``<context> <item> <have> < <want> (<file:line>)`` of one gap row: the first side of
-    its gap (soft before hard), the values as the audit printed them."""
-    side = row['gap'].split('+')[0]
-    index = 0 if side == 'soft' else 1
-    have = (row.get('actual') or '?').split(':')
-    want = (row.get('expected') or '?').split(':')
-    text = '%s %s %s%s < %s' % (row['context'], row['item'], '' if side == 'soft' else 'hard ',
-                                have[min(index, len(have) - 1)], want[min(index, len(want) - 1)])
-    where = place_of(row.get('source'), row.get('gap'))
+def phrase(entry):
+    """``<context> <item> <have> < <want> (<file:line>)`` of one finding: its first short
+    side (soft before hard), the values as the audit printed them, the place the finding
+    names; ``<context> <item> <status> (<file>)`` for a finding with no value."""
+    side = (entry.get('short') or ['soft'])[0]
+    where = findings.where(entry.get('place'))
+    if entry.get('actual') is None or entry['status'] == findings.NODE_BROKEN:
+        text = '%s %s %s' % (entry['context'], entry['item'], entry['status'].replace('_', ' '))
+    else:
+        index = 1 if side == 'hard' else 0
+        have = str(entry.get('actual') or '?').split(':')
+        want = str(entry.get('expected') or '?').split(':')
+        text = '%s %s %s%s < %s' % (
+            entry['context'], entry['item'], 'hard ' if side == 'hard' else '',
+            have[min(index, len(have) - 1)], want[min(index, len(want) - 1)])
     return '%s (%s)' % (text, where) if where else text
 
 
@@ -149,19 +150,22 @@ def update(host, node, state, why=None):
 
 
 def judge(outcome, contexts):
-    """(code, sentence, gaps) of an audit outcome (drift_watch.Outcome) for ``contexts``: 3 when
-    the audit did not run, 2 with gaps, 1 when a context has no row (its probe failed: not
-    proved either way), 0 otherwise."""
+    """(code, sentence, findings that drain) of an audit outcome (drift_watch.Outcome) for
+    ``contexts``: 3 when the audit did not run, 2 with a finding that drains
+    (:func:`drained_by`), 1 when a context's probe failed or gave nothing (not proved either
+    way), 0 otherwise."""
     if outcome.reason is not None:
         return UNKNOWN, 'gpufleet audit did not run (%s): %s' % (outcome.reason, outcome.msg), []
-    rows = outcome.result.get('rows') or []
-    gaps = gap_rows(rows, contexts)
-    if gaps:
-        return CRITICAL, reason(gaps), gaps
-    failed = [e for e in outcome.result.get('errors') or [] if e.get('context') in contexts]
-    missing = [c for c in contexts if not any(r.get('context') == c for r in rows)]
+    found = findings.of(outcome.result)
+    draining = drained_by(found, contexts)
+    if draining:
+        return CRITICAL, reason(draining), draining
+    failed = [f for f in found if f['context'] in contexts
+              and findings.action('slurm_health', f) == 'warn']
+    missing = [c for c in contexts if not any(f['context'] == c for f in found)]
     if failed or missing:
-        said = '; '.join('%s: %s' % (e.get('context'), e.get('msg')) for e in failed)
+        said = '; '.join(sorted(set('%s: %s' % (f['context'], f.get('cause') or f['status'])
+                                    for f in failed)))
         return WARNING, 'gpufleet: not verified: %s' % (
             said or 'no audit row for %s' % ', '.join(missing))[:MAX_REASON], []
     return OK, 'gpufleet: %s meet the profile' % ', '.join(contexts), []

@@ -20,12 +20,14 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import tex
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 from scenario_support import key, samples  # noqa: E402  pylint: disable=wrong-import-position
+sys.path.insert(0, os.path.dirname(__file__))
+from audit_shape import with_rows  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 ENTRY = os.path.join(ROOT, 'roles', 'limits_watch', 'files', 'gpufleet_limits_watch.py')
 PROMTOOL = shutil.which('promtool')
 
-RESULT = {
+RESULT = with_rows({
     'contexts': {
         'login': {'limits': {'nofile': {'soft': 1024, 'hard': 65536},
                              'memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
@@ -46,7 +48,7 @@ RESULT = {
               'actual': {'soft': 8388608, 'hard': 8388608}}],
     'errors': [{'context': 'docker', 'msg': 'docker run failed (rc 125): no such image'}],
     'systemd_pending': [{'target': 'manager', 'item': 'nofile'}],
-}
+})
 ITEMS = ['nofile', 'memlock', 'cpu']
 
 

@@ -18,6 +18,8 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.run import watch_o
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 from node_state_formats import FormatError, check_npd_config, parse_nfd_features  # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+from audit_shape import with_rows  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 FILES = os.path.join(ROOT, 'roles', 'limits_watch', 'files')
@@ -31,9 +33,11 @@ CLEAN = {'contexts': {'login': {'limits': {}}, 'docker': {'limits': {}},
 
 
 def result(**changes):
+    """An audit result shaped as limits_audit returns it (audit_shape.with_rows: a nofile
+    row per probed context, gap where ``gaps`` says); the findings are evaluated from it."""
     data = json.loads(json.dumps(CLEAN))
     data.update(changes)
-    return data
+    return with_rows(data, ['nofile'])
 
 
 def test_clean_audit_is_ok_everywhere():
@@ -46,14 +50,14 @@ def test_clean_audit_is_ok_everywhere():
 def test_gaps_pids_and_kernel_rows_make_the_node_short():
     found = ns.verdict(result(
         gaps=[{'context': 'login', 'item': 'nofile'}],
-        rows=[{'item': 'pids', 'context': 'docker', 'gap': True, 'actual': '100'},
-              {'item': 'nofile', 'context': 'docker', 'gap': True}],   # rlimit rows: in gaps
-        kernel=[{'name': 'vm.max_map_count', 'gap': 100}, {'name': 'fs.nr_open', 'gap': 0}]))
+        rows=[{'item': 'pids', 'context': 'docker', 'gap': 'max', 'actual': '100'}],
+        kernel=[{'name': 'vm.max_map_count', 'gap': 100, 'minimum': 1048576, 'live': 1048476},
+                {'name': 'fs.nr_open', 'gap': 0, 'minimum': 1024, 'live': 1048576}]))
     assert found.state == ns.SHORT
     assert found.short == [('login', 'nofile'), ('docker', 'pids'),
                            ('kernel', 'vm.max_map_count')]
     assert found.contexts == {'login': 'short', 'docker': 'short',
-                              'unit:gpufleet-sleeper.service': 'ok'}
+                              'unit:gpufleet-sleeper.service': 'ok', 'kernel': 'short'}
     assert ns.message(found) == ('limits below the gpufleet profile: login nofile, docker pids, '
                                  'kernel vm.max_map_count')
 
