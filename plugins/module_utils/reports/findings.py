@@ -42,6 +42,9 @@ MEANING = {
     NODE_BROKEN: 'the context cannot start at all (no login session opens)',
 }
 KINDS = ('rlimit', 'pids', 'sysctl', 'core', 'shm')
+#: the item of a finding about a whole context where the profile's items are not known (a
+#: result that names none)
+ALL = '(all)'
 #: the context name of the node-wide findings (kernel ceilings, where cores go)
 KERNEL = 'kernel'
 
@@ -313,7 +316,7 @@ def error_findings(errors, items, covered):
         if error.get('kind') == 'busy':
             continue
         context = str(error.get('context'))
-        names = [error['item']] if error.get('item') else list(items)
+        names = [error['item']] if error.get('item') else (list(items) or [ALL])
         status = NOT_COVERED if error.get('kind') == 'not_running' else PROBE_ERROR
         for item in names:
             if (context, item) in covered:
@@ -347,7 +350,7 @@ def broken(found, problems, items):
         seen.add((entry['context'], entry['item']))
         out.append(entry)
     for context, problem in by_context.items():
-        for item in items:
+        for item in list(items) or [ALL]:
             if (context, item) not in seen:
                 at = place_in(problem.get('source'))
                 out.append(finding(

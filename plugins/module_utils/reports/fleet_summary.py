@@ -220,9 +220,17 @@ def build(hosts, limit=12):
             cell = findings.action('fleet_summary', entry)
             context, item = str(entry['context']), str(entry['item'])
             message = str(entry.get('cause') or entry['status'])
-            if cell in ('broken', 'unprobed'):
-                found = (broken if cell == 'broken' else unprobed).setdefault(
-                    (context, normalise_for(message, host)), [])
+            if cell == 'broken':
+                # one cause stops several contexts (a broken PAM stack: login, ssh and the
+                # user manager): one group per cause, naming them all
+                found = broken.setdefault(normalise_for(message, host), ([], []))
+                if context not in found[0]:
+                    found[0].append(context)
+                if host not in [h for h, _m in found[1]]:
+                    found[1].append((host, message))
+                continue
+            if cell == 'unprobed':
+                found = unprobed.setdefault((context, normalise_for(message, host)), [])
                 if host not in [h for h, _m in found]:
                     found.append((host, message))
                 continue
@@ -249,10 +257,10 @@ def build(hosts, limit=12):
         hosts=len(hosts),
         audited=len(hosts) - len(set(h for found in unaudited.values() for h, _m in found)),
         short_hosts=len(short_hosts),
-        broken_hosts=len(set(h for found in broken.values() for h, _m in found)),
-        broken=sorted((dict(context=context, why=_first(found)[1], count=len(found),
-                            hosts=fold_hosts([h for h, _m in found], limit))
-                       for (context, _n), found in broken.items()),
+        broken_hosts=len(set(h for _c, found in broken.values() for h, _m in found)),
+        broken=sorted((dict(context=', '.join(contexts), why=_first(found)[1],
+                            count=len(found), hosts=fold_hosts([h for h, _m in found], limit))
+                       for contexts, found in broken.values()),
                       key=lambda g: (-g['count'], g['context'], g['why'])),
         items=out_items,
         unaudited=sorted((_unaudited_group(status, kind, found, limit)

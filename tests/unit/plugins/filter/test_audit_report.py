@@ -52,7 +52,7 @@ def test_a_host_that_was_not_audited_says_why(result, reason):
     report = ar.audit_host_reports([result], ['node-2'])['node-2']
     assert report == {'audited': False, 'contexts': {}, 'ceilings': {}, 'gaps': [],
                       'pam_invalid': [], 'systemd_pending': [], 'unwritable': [], 'kernel': [],
-                      'rows': [], 'core': {}, 'job_fit': {}, 'pids': {}, 'problems': [],
+                      'rows': [], 'core': {}, 'job_fit': {}, 'pids': {}, 'problems': [], 'findings': [],
                       'errors': [{'context': 'host', 'msg': reason}]}
     assert ar.not_audited_reason(result) == reason
 

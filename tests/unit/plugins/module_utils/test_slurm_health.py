@@ -14,14 +14,22 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch as dw
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import slurm_health as sh
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 
 DROPIN = '/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf'
 JOB_ROW = dict(context='slurm_job', item='nofile', actual='1024:1024', expected='16384:16384',
                gap='soft+hard', how='predicted',
                source='%s:4 (not propagated: /etc/slurm/slurm.conf:16 '
-                      'PropagateResourceLimitsExcept=NOFILE,NPROC,MEMLOCK)' % DROPIN)
+                      'PropagateResourceLimitsExcept=NOFILE,NPROC,MEMLOCK)' % DROPIN,
+               places={'soft': {'path': DROPIN, 'line': 4}, 'hard': {'path': DROPIN, 'line': 4}})
 LOGIN_ROW = dict(context='login', item='nofile', actual='1024:1048576', expected='16384:16384',
-                 gap='soft', source='/etc/security/limits.d/80-site.conf:3')
+                 gap='soft', source='/etc/security/limits.d/80-site.conf:3',
+                 places={'soft': {'path': '/etc/security/limits.d/80-site.conf', 'line': 3}})
+
+
+def f(row):
+    """The finding of an audit row, as the audit evaluates it."""
+    return findings.from_row(row, findings.row_status(row))
 SHOW_NODE = '''NodeName=n1 Arch=x86_64 CoresPerSocket=1
    CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.31
    State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
@@ -31,35 +39,38 @@ SHOW_NODE = '''NodeName=n1 Arch=x86_64 CoresPerSocket=1
 
 
 def test_the_reason_names_context_item_have_want_and_file_line():
-    assert sh.reason([JOB_ROW]) == 'gpufleet: slurm_job nofile 1024 < 16384 (%s:4)' % DROPIN
-    assert sh.reason([LOGIN_ROW]) == ('gpufleet: login nofile 1024 < 16384 '
+    assert sh.reason([f(JOB_ROW)]) == 'gpufleet: slurm_job nofile 1024 < 16384 (%s:4)' % DROPIN
+    assert sh.reason([f(LOGIN_ROW)]) == ('gpufleet: login nofile 1024 < 16384 '
                                       '(/etc/security/limits.d/80-site.conf:3)')
 
 
 def test_a_hard_gap_says_hard_and_more_gaps_are_counted():
     row = dict(LOGIN_ROW, item='memlock', actual='unlimited:8MiB', expected='16MiB:16MiB',
-               gap='hard', source='(distribution default)')
-    assert sh.reason([row, JOB_ROW, LOGIN_ROW]) == (
-        'gpufleet: login memlock hard 8MiB < 16MiB (distribution default) +2 more')
+               gap='hard', source='(distribution default)', places={})
+    assert sh.reason([f(row), f(JOB_ROW), f(LOGIN_ROW)]) == (
+        'gpufleet: login memlock hard 8MiB < 16MiB +2 more')
 
 
-def test_a_source_without_a_file_keeps_its_first_words():
-    assert sh.place_of("the submit shell's soft nofile (propagated: /etc/slurm/slurm.conf:3 "
-                       "PropagateResourceLimits=ALL), hard from slurmd.service") == \
-        '/etc/slurm/slurm.conf:3'
-    assert sh.place_of('slurmd.service (not propagated: x)') == 'slurmd.service'
-    assert sh.phrase(dict(JOB_ROW, source='')) == 'slurm_job nofile 1024 < 16384'
+def test_the_place_is_the_short_side_s_own_and_no_text_is_read():
+    # the soft side from slurm.conf's propagation, the hard from slurmd's drop-in: the drain
+    # names slurm.conf's line for a soft gap (issue 40), the drop-in's for a hard one
+    row = dict(JOB_ROW, places={'soft': {'path': '/etc/slurm/slurm.conf', 'line': 3},
+                                'hard': {'path': DROPIN, 'line': 4}})
+    assert sh.phrase(f(dict(row, gap='soft'))).endswith('(/etc/slurm/slurm.conf:3)')
+    assert sh.phrase(f(dict(row, gap='hard'))).endswith('(%s:4)' % DROPIN)
+    assert sh.phrase(f(dict(JOB_ROW, places={}))) == 'slurm_job nofile 1024 < 16384'
 
 
 def test_a_long_reason_is_cut_in_the_path_and_stays_one_short_line():
-    row = dict(JOB_ROW, source='/etc/%s/90-gpufleet-tuning.conf:4' % ('d' * 200))
-    text = sh.reason([row, LOGIN_ROW])
+    long_path = '/etc/%s/90-gpufleet-tuning.conf' % ('d' * 200)
+    row = dict(JOB_ROW, places={'soft': {'path': long_path, 'line': 4}})
+    text = sh.reason([f(row), f(LOGIN_ROW)])
     assert len(text) == sh.MAX_REASON and '\n' not in text
     assert text.startswith('gpufleet: slurm_job nofile 1024 < 16384 (...')
     assert text.endswith('90-gpufleet-tuning.conf:4) +1 more')
     # nothing to cut in: a plain cut
-    assert sh.reason([dict(row, context='c' * 300, source='')], 40).endswith('...')
-    assert len(sh.reason([dict(row, context='c' * 300, source='')], 40)) == 40
+    assert sh.reason([f(dict(row, context='c' * 300, places={}))], 40).endswith('...')
+    assert len(sh.reason([f(dict(row, context='c' * 300, places={}))], 40)) == 40
 
 
 def test_only_our_marker_is_ours():
@@ -82,7 +93,8 @@ def outcome(rows=(), errors=()):
      'gpufleet: slurm_job meet the profile'),
     (outcome([dict(JOB_ROW, gap='')]), ['slurm_job', 'login'], sh.WARNING,
      'gpufleet: not verified: no audit row for login'),
-    (outcome([dict(JOB_ROW, gap='')], [dict(context='slurm_job', msg='slurmd is not running')]),
+    # a probe that failed gives no row (the audit's shape), only its error
+    (outcome([], [dict(context='slurm_job', msg='slurmd is not running')]),
      ['slurm_job'], sh.WARNING, 'gpufleet: not verified: slurm_job: slurmd is not running'),
 ])
 def test_judge_maps_the_audit_to_nagios_codes(result, contexts, code, words):
@@ -238,11 +250,12 @@ def test_tell_job_appends_as_the_jobs_user(shared_dir):
 
 
 def test_the_reason_names_the_limits_line_not_the_pam_stack_line():
-    # an ssh/login row's source names the PAM stack line that runs pam_limits first: the line
-    # that sets the value (and the short side's) is the one a reader must change
-    source = ('pam_limits (/etc/pam.d/sshd:40): /etc/security/limits.d/80-site.conf:3 (soft), '
-              ':4 (hard)')
-    assert sh.place_of(source, 'soft') == '/etc/security/limits.d/80-site.conf:3'
-    assert sh.place_of(source, 'hard') == '/etc/security/limits.d/80-site.conf:4'
-    row = dict(LOGIN_ROW, source=source, gap='soft')
-    assert sh.phrase(row).endswith('(/etc/security/limits.d/80-site.conf:3)')
+    # an ssh session's evidence: the PAM stack line that runs pam_limits is the carrier; each
+    # side's place is the limits line that sets it (contexts/ssh.py soft_source, hard_source)
+    record = {'source': 'pam_limits (/etc/pam.d/sshd:40): /etc/security/limits.d/80-site.conf:3 '
+                        '(soft), :4 (hard)',
+              'soft_source': '/etc/security/limits.d/80-site.conf:3',
+              'hard_source': '/etc/security/limits.d/80-site.conf:4'}
+    row = dict(LOGIN_ROW, context='ssh', places=findings.places_of(record))
+    assert sh.phrase(f(dict(row, gap='soft'))).endswith('(/etc/security/limits.d/80-site.conf:3)')
+    assert sh.phrase(f(dict(row, gap='hard'))).endswith('(/etc/security/limits.d/80-site.conf:4)')

@@ -129,12 +129,17 @@ def report(**changes):
 
 def test_sources_pam_lines_then_sshds_unit():
     found = ssh.CONTEXT.configured(report())
+    # each side's own evidence too (soft_source, hard_source): the place of each side
     assert found['nofile'] == dict(
         soft=16384, hard=16384, source='pam_limits (/etc/pam.d/sshd:40): '
-        '/etc/security/limits.d/90-x.conf:3 (soft), :4 (hard)')
+        '/etc/security/limits.d/90-x.conf:3 (soft), :4 (hard)',
+        soft_source='/etc/security/limits.d/90-x.conf:3',
+        hard_source='/etc/security/limits.d/90-x.conf:4')
     assert found['nproc'] == dict(
         soft=5000, hard=7000, source='inherited from sshd: /etc/systemd/system/ssh.service.d/'
-        't.conf:2 (ssh.service LimitNPROC=5000:7000)')
+        't.conf:2 (ssh.service LimitNPROC=5000:7000)',
+        soft_source='/etc/systemd/system/ssh.service.d/t.conf:2 (ssh.service LimitNPROC=5000:7000)',
+        hard_source='/etc/systemd/system/ssh.service.d/t.conf:2 (ssh.service LimitNPROC=5000:7000)')
     assert found['core']['soft'] == 0 and found['core']['hard'] == UNLIMITED
     assert found['core']['source'].startswith(
         'pam_limits (/etc/pam.d/sshd:40): soft: /etc/security/limits.d/10-site.conf:2; hard: '
