@@ -49,7 +49,8 @@ def audit_host_report(result, host):
         return report
     report = dict((key, result.get(key) or kind()) for key, kind in KEPT)
     report.update(audited=True, job_fit=result.get('job_fit') or {},
-                  rows=[dict(row, host=host) for row in result.get('rows') or []])
+                  rows=[dict(row, host=host) for row in result.get('rows') or []],
+                  findings=[dict(entry, host=host) for entry in result.get('findings') or []])
     return report
 
 

@@ -29,11 +29,12 @@ def fleet_summary_text(summary, markdown=False):
     return '\n'.join(fs.lines(summary, bool(markdown)))
 
 
-def audit_table_text(rows, show='gaps', full=''):
-    """The audit's per-host table for the terminal (audit_show: the gaps only, or all rows),
-    led by the count of gaps and where the full table is, as one block of text."""
+def audit_table_text(found, show='gaps', full='', markdown=False):
+    """The audit's per-host table of findings for the terminal (audit_show: the failing ones
+    only, or all), led by their count and where the full table is, or (``markdown``) the
+    report's Markdown table of every finding, as one block of text."""
     try:
-        return '\n'.join(fs.table_lines(rows, str(show), str(full or '')))
+        return '\n'.join(fs.table_lines(found, str(show), str(full or ''), bool(markdown)))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 

@@ -178,7 +178,7 @@ def main():
                         % (args.unreachable, len(kinds[0]), kinds[0][:600]))
     else:
         notes.append('audit terminal: %s' % kinds[0][:200])
-    if ' rows (host x context x item) are gaps' not in audit_log:
+    if ' findings (host x context x item) fail' not in audit_log:
         problems.append('the audit\'s terminal table does not count its gaps')
     failing = hosts.get(args.failing, {})
     if not failing.get('gaps'):

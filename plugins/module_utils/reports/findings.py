@@ -239,7 +239,8 @@ def from_row(row, status):
         row['context'], row['item'], kind, status, expected=row.get('expected'),
         actual=row.get('actual'), short=short, places=places,
         place=row.get('place') or first_place(places, short), cause=row.get('source') or '',
-        advice=row.get('advice_at') or advice(row.get('advice'), first_place(places, short)),
+        advice=row.get('advice_at') or advice(row.get('advice') or row.get('owed'),
+                                              first_place(places, short)),
         how=row.get('how') or 'probed', **extra)
 
 

@@ -330,36 +330,54 @@ def lines(summary, markdown=False):
 
 
 #: the terminal table's columns and their widths (the last one unbounded)
-TABLE_COLUMNS = (('host', 20), ('context', 26), ('item', 8), ('actual', 24), ('expected', 24),
-                 ('gap', 9), ('source', 0))
+TABLE_COLUMNS = (('host', 20), ('context', 26), ('item', 8), ('status', 11), ('actual', 24),
+                 ('expected', 24), ('short', 9), ('cause', 0))
 #: what audit_show may be
 SHOW = ('gaps', 'all')
 
 
-def _table_line(values):
+def _table_line(values, markdown=False):
+    if markdown:
+        return '| %s |' % ' | '.join(str(v).replace('|', '\\|') for v in values)
     return ' '.join(('%-*s' % (width, value)) if width else str(value)
                     for (_name, width), value in zip(TABLE_COLUMNS, values)).rstrip()
 
 
-def table_lines(rows, show='gaps', full=''):
-    """The per-host table for the terminal (playbooks/audit_limits.yml, audit_show): a line
-    that counts the rows with a gap, then, with ``show`` 'gaps' (the default), the header and
-    those rows only, or with 'all' every row (host x context x item). ``full``: where the full
-    table is (the Markdown report), named in the count line."""
+def _cells(entry):
+    """A finding's table cells: its status as findings.OUTLETS['markdown'] says."""
+    cells = dict(entry, status=findings.action('markdown', entry),
+                 short='+'.join(entry.get('short') or []),
+                 actual=entry.get('actual') if entry.get('actual') is not None else '',
+                 expected=entry.get('expected') if entry.get('expected') is not None else '',
+                 cause=entry.get('cause') or '')
+    return [cells.get(name, '') for name, _width in TABLE_COLUMNS]
+
+
+def table_lines(found, show='gaps', full='', markdown=False):
+    """The per-host table (playbooks/audit_limits.yml): the terminal's (audit_show) is a line
+    that counts the findings that fail in the table (findings.FAILING['markdown']: a gap, a
+    setting not applied yet, a context where no session opens), then, with ``show`` 'gaps'
+    (the default), the header and those only, or with 'all' every finding (host x context x
+    item), each with its status; ``full``: where the full table is (the Markdown report),
+    named in the count line. ``markdown``: the report's table, every finding, no count line.
+    ``found``: the hosts' findings, each with its ``host``."""
     if show not in SHOW:
         raise ValueError('audit_show: %r is not one of %s' % (show, ', '.join(SHOW)))
-    rows = list(rows or [])
-    gaps = [row for row in rows if row.get('gap')]
-    count = '%d of %d rows (host x context x item) are gaps' % (len(gaps), len(rows))
+    found = list(found or [])
+    names = [name for name, _width in TABLE_COLUMNS]
+    if markdown:
+        return [_table_line(names, True), _table_line(['---'] * len(names), True)] + [
+            _table_line(_cells(entry), True) for entry in found]
+    failing = findings.failing('markdown', found)
+    count = '%d of %d findings (host x context x item) fail' % (len(failing), len(found))
     where = '; the full table is in %s' % full if full else ''
     if show == 'gaps':
         out = [count + where + ' (audit_show=all prints it here)']
-        shown = gaps
+        shown = failing
     else:
-        out = [count + '; every row:']
-        shown = rows
+        out = [count + '; every finding:']
+        shown = found
     if shown:
-        out.append(_table_line([name for name, _width in TABLE_COLUMNS]))
-        out += [_table_line([row.get(name, '') for name, _width in TABLE_COLUMNS])
-                for row in shown]
+        out.append(_table_line(names))
+        out += [_table_line(_cells(entry)) for entry in shown]
     return out
