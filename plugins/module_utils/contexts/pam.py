@@ -163,6 +163,7 @@ class Pam(Context):
         report = info.pam_report(dict(user=auditor.user, limits_conf=LIMITS_CONF,
                                       limits_dir=LIMITS_DIR, root_wildcards='auto'),
                                  auditor.host)
+        report['login_stack'] = login_stack()
         return report, ['%s: pam_limits reads only *.conf in %s, so no line of this file applies'
                         % (path, LIMITS_DIR) for path in report.get('ignored') or []] + [
                             found['msg'] for found in report.get('unread') or []]
@@ -180,7 +181,65 @@ class Pam(Context):
         return True
 
     def configured(self, report):
-        return (report or {}).get('effective') or {}
+        """What the limits files give a login session (pam_limits_conf.resolve), or, where the
+        login service's stack runs no pam_limits or reads another file (``conf=``), that
+        line's evidence for every item: the files then decide nothing (``why``, each side's
+        place the stack line, the action that makes them apply)."""
+        report = report or {}
+        why, at, fix = stack_why(report.get('login_stack'))
+        if why:
+            return dict((item, dict(soft=None, hard=None, why=why, soft_place=at, hard_place=at,
+                                    fix=fix))
+                        for item in sorted(set(report.get('effective') or {}) | set(
+                            model_items())))
+        return report.get('effective') or {}
+
+
+#: the PAM service of the login probe (host/probes.py: ``runuser -l``)
+LOGIN_SERVICE = 'runuser-l'
+
+
+def model_items():
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model
+    return limits_model.RLIMIT_ITEMS
+
+
+def login_stack(service=LOGIN_SERVICE, dirs=None):
+    """Whether the login probe's PAM service runs pam_limits: {service, pam_file,
+    pam_limits (file:line of its session line, includes followed, or None), conf (its
+    ``conf=``, or None), commented}; None where the service has no PAM file."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_stack
+    args = {} if dirs is None else {'dirs': dirs}
+    path = pam_stack.pam_file(service, **args)
+    if not os.path.exists(path):
+        return None
+    lines, commented = pam_stack.pam_stack(service, **args)
+    found = [line for line in lines if line.is_limits()]
+    return dict(service=service, pam_file=path,
+                pam_limits=found[0].where if found else None,
+                conf=found[0].conf() if found else None, commented=commented)
+
+
+def stack_why(stack):
+    """(why the limits files do not reach a login session, the place that decides it
+    {path, line}, the action that makes them apply), or ('', None, '') where they do."""
+    if not stack:
+        return '', None, ''
+    if stack.get('pam_limits') is None:
+        off = stack.get('commented') or []
+        return ('%s (%s) has no session line with pam_limits%s, so limits.conf and %s do not '
+                'apply to login sessions (runuser -l, su -)' % (
+                    stack['pam_file'], stack['service'],
+                    ' (%s is commented out)' % ', '.join(off) if off else '', LIMITS_DIR),
+                dict(path=stack['pam_file'], line=None),
+                'add "session required pam_limits.so" to %s' % stack['pam_file'])
+    if stack.get('conf'):
+        path, _sep, line = stack['pam_limits'].rpartition(':')
+        return ('%s runs pam_limits with conf=%s: login sessions read that file only, not %s '
+                'or %s/*.conf' % (stack['pam_limits'], stack['conf'], LIMITS_CONF, LIMITS_DIR),
+                dict(path=path, line=int(line) if line.isdigit() else None),
+                'drop conf= from %s' % stack['pam_limits'])
+    return '', None, ''
 
 
 def pam_version(request, host):

@@ -253,6 +253,34 @@ def sshd_source(report, item):
     return "%s sets no %s: systemd's built-in default" % (unit, model.systemd_key(item))
 
 
+def fixes_for(report, unit=None):
+    """What makes limits.d reach an SSH session where it does not (why_not_read): the sshd or
+    PAM line to change, and, with sshd's ``unit``, giving sshd the profile itself. One list for
+    the tune's cause (Ssh.verified_with) and the audit's advice (predicted)."""
+    fixes = []
+    if report.get('use_pam') == 'no':
+        fixes.append('set UsePAM yes in %s' % SSHD_CONFIG)
+    elif report.get('pam_limits') is not None:
+        fixes.append('drop conf= from %s' % report['pam_limits'])
+    else:
+        fixes.append('add (or uncomment) `session required pam_limits.so` in %s%s' % (
+            report['pam_file'], ' (%s)' % ', '.join(report['pam_limits_commented'])
+            if report.get('pam_limits_commented') else ''))
+    if unit is not None:
+        fixes.append('give sshd the profile: add %s to units (limits role: limits_units), '
+                     'which writes its Limit*= and restarts it under the restart policy' % unit)
+    return fixes
+
+
+def evidence_fix(report):
+    """(the audit's advice for a side no limits line sets, its place) where sshd's
+    pam_limits reads limits.d: the pam context's file, which sshd's session then applies."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
+    return ("run limits_profile with contexts: [pam] (it writes %s, which sshd's pam_limits "
+            '(%s) applies)' % (pam.CONTEXT.target_path() or pam.TARGET, report['pam_limits']),
+            dict(path=pam.CONTEXT.target_path() or pam.TARGET, line=None))
+
+
 def both(soft, hard):
     """``file:line`` of a soft and a hard side as one text (``file:1 (soft), :2 (hard)``)."""
     if soft == hard:
@@ -299,6 +327,15 @@ def predicted(report):
                 for side, s in sources))
         found[item] = dict(soft=sides['soft'], hard=sides['hard'], source=source, **dict(
             ('%s_source' % side, s or sshd_source(report, item)) for side, s in sources))
+        blocked = why_not_read(report)
+        if blocked:
+            # limits.d does not reach SSH sessions: the line that stops it is the advice
+            found[item].update(fix='%s: %s' % (blocked, '; or '.join(fixes_for(report))))
+        else:
+            for side, given in sources:
+                if not given:
+                    text, at = evidence_fix(report)
+                    found[item].update({'%s_fix' % side: text, '%s_fix_place' % side: at})
     return found
 
 
@@ -508,19 +545,7 @@ class Ssh(Context):
                 % (why, unit, unit)))
         if 'pam' not in configured:
             return None
-        fixes = []
-        if report.get('use_pam') == 'no':
-            fixes.append('set UsePAM yes in %s' % SSHD_CONFIG)
-        elif report['pam_limits'] is not None:
-            fixes.append('drop conf= from %s' % report['pam_limits'])
-        else:
-            fixes.append('add (or uncomment) `session required pam_limits.so` in %s%s' % (
-                report['pam_file'], ' (%s)' % ', '.join(report['pam_limits_commented'])
-                if report['pam_limits_commented'] else ''))
-        if unit is not None and why:
-            fixes.append('give sshd the profile: add %s to units (limits role: limits_units), '
-                         'which writes its Limit*= and restarts it under the restart policy'
-                         % unit)
+        fixes = fixes_for(report, unit if why else None)
         return dict(entry, context='pam', gap=True, cause='%s; fix: %s' % (
             why_not_read(report), '; or '.join(fixes)))
 

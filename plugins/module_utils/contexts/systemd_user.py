@@ -68,7 +68,10 @@ class SystemdUser(Manager):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
         report, warnings = info.systemd_report(auditor.run, sdpaths.USER, auditor.user)
         configured = (report.get('manager') or {}).get('configured') or {}
-        caps = manager_unit_caps(configured)
+        # capped below user.conf's defaults, or below the profile the audit checks against:
+        # the line that caps the manager is then what decides a user service's value (and
+        # what the tune would refuse to write past), not "the user manager's own limits"
+        caps = manager_unit_caps(wanted_by(configured, auditor.params.get('profile')))
         report['manager_unit_caps'] = caps
         return report, list(warnings) + [c['reason'] for c in caps]
 
@@ -91,6 +94,30 @@ class SystemdUser(Manager):
 
 
 MANAGER_UNIT = 'user@.service'
+
+
+def wanted_by(configured, profile):
+    """{item: {soft, hard}} a user service is meant to get: user.conf's defaults
+    (``configured``), raised to the profile's rlimit items (as the user wrote them; an item
+    that is not an rlimit, pids, or a value that cannot be read is left to the audit's own
+    checks)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+    wanted = dict(configured or {})
+    for name, value in sorted((profile or {}).items()):
+        if name not in model.RLIMIT_ITEMS:
+            continue
+        try:
+            limit = model.parse_profile({name: value}, 'profile', floor=False)[name]
+        except model.LimitError:
+            continue
+        entry = dict(wanted.get(name) or {})
+        for side in ('soft', 'hard'):
+            value = getattr(limit, side)
+            if value is not None and (entry.get(side) is None
+                                      or model.exceeds(value, entry[side])):
+                entry[side] = value
+        wanted[name] = entry
+    return wanted
 
 
 def _above(value, top):

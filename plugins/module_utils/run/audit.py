@@ -101,6 +101,9 @@ def source_of(context, configured, actual=None, blocked=None, pending=None):
     daemon started before the file changed), or a file that does not decide the value."""
     if not configured:
         return ''
+    if configured.get('why'):
+        # the files decide nothing here (the login stack runs no pam_limits): that says why
+        return configured['why']
     matches = actual is None or (configured.get('soft') == actual.get('soft')
                                  and configured.get('hard') == actual.get('hard'))
     if context == 'login':
@@ -162,6 +165,14 @@ def advice_at(context, configured, actual=None, blocked=None, pending=None,
     at = findings.first_place(places, sides)
     if pending:
         return pending, at
+    if configured.get('fix'):
+        # what makes the files apply at all (the login stack's pam_limits line)
+        return configured['fix'], at
+    side_fix = next((side for side in sides if configured.get('%s_fix' % side)), None)
+    if side_fix:
+        # a side no file sets, and the context's own evidence says what would set it (an SSH
+        # session: the pam context's file, which sshd's pam_limits applies)
+        return configured['%s_fix' % side_fix], configured.get('%s_fix_place' % side_fix) or at
     if context == 'login' and blocked and actual is not None and (
             configured.get('soft'), configured.get('hard')) != (actual.get('soft'),
                                                                 actual.get('hard')):

@@ -30,6 +30,8 @@ LOGIN_ROW = dict(context='login', item='nofile', actual='1024:1048576', expected
 def f(row):
     """The finding of an audit row, as the audit evaluates it."""
     return findings.from_row(row, findings.row_status(row))
+
+
 SHOW_NODE = '''NodeName=n1 Arch=x86_64 CoresPerSocket=1
    CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.31
    State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
@@ -41,7 +43,7 @@ SHOW_NODE = '''NodeName=n1 Arch=x86_64 CoresPerSocket=1
 def test_the_reason_names_context_item_have_want_and_file_line():
     assert sh.reason([f(JOB_ROW)]) == 'gpufleet: slurm_job nofile 1024 < 16384 (%s:4)' % DROPIN
     assert sh.reason([f(LOGIN_ROW)]) == ('gpufleet: login nofile 1024 < 16384 '
-                                      '(/etc/security/limits.d/80-site.conf:3)')
+                                         '(/etc/security/limits.d/80-site.conf:3)')
 
 
 def test_a_hard_gap_says_hard_and_more_gaps_are_counted():

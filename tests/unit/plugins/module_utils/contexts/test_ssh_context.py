@@ -127,6 +127,12 @@ def report(**changes):
     return base
 
 
+FIX = ("run limits_profile with contexts: [pam] (it writes "
+       "/etc/security/limits.d/90-gpufleet-tuning.conf, which sshd's pam_limits "
+       "(/etc/pam.d/sshd:40) applies)")
+AT = {'path': '/etc/security/limits.d/90-gpufleet-tuning.conf', 'line': None}
+
+
 def test_sources_pam_lines_then_sshds_unit():
     found = ssh.CONTEXT.configured(report())
     # each side's own evidence too (soft_source, hard_source): the place of each side
@@ -139,7 +145,10 @@ def test_sources_pam_lines_then_sshds_unit():
         soft=5000, hard=7000, source='inherited from sshd: /etc/systemd/system/ssh.service.d/'
         't.conf:2 (ssh.service LimitNPROC=5000:7000)',
         soft_source='/etc/systemd/system/ssh.service.d/t.conf:2 (ssh.service LimitNPROC=5000:7000)',
-        hard_source='/etc/systemd/system/ssh.service.d/t.conf:2 (ssh.service LimitNPROC=5000:7000)')
+        hard_source='/etc/systemd/system/ssh.service.d/t.conf:2 (ssh.service LimitNPROC=5000:7000)',
+        # no limits line sets it and sshd's pam_limits reads limits.d: the pam context's file
+        # is what sets it (issue 40: not "raise or remove inherited from sshd")
+        soft_fix=FIX, hard_fix=FIX, soft_fix_place=AT, hard_fix_place=AT)
     assert found['core']['soft'] == 0 and found['core']['hard'] == UNLIMITED
     assert found['core']['source'].startswith(
         'pam_limits (/etc/pam.d/sshd:40): soft: /etc/security/limits.d/10-site.conf:2; hard: '
@@ -285,3 +294,15 @@ def test_a_socket_activated_sshd_not_started_yet_is_probed_with_its_units_limits
         ssh.CONTEXT.run_probe(SocketProber(), 'bob', 1002, [])
     assert caught.value.kind == errors.NOT_RUNNING
     assert os.listdir(str(node)) == []
+
+
+def test_the_audit_s_advice_for_an_inherited_side_is_the_pam_context_s_file():
+    # issue 40: on stock Debian sshd runs pam_limits on limits.d; a side no limits line sets
+    # comes from sshd: the collection's pam context sets it, so that is the advice (it was
+    # "raise or remove inherited from sshd: ... (it sets 1024:20000)")
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
+    found = ssh.CONTEXT.configured(report())
+    text, at = audit.advice_at('ssh', found['nproc'], {'soft': 5000, 'hard': 7000},
+                               sides=('soft',))
+    assert text == FIX and at == AT
+    assert not text.startswith('raise or remove inherited')

@@ -35,3 +35,25 @@ def test_no_cap_when_the_unit_sets_enough_or_nothing(tmp_path):
                                           str(tmp_path)) == []
     assert systemd_user.manager_unit_caps({'memlock': {'soft': 1, 'hard': 'unlimited'}},
                                           str(tmp_path)) == []
+
+
+def test_the_audit_names_the_cap_below_the_profile_where_user_conf_sets_nothing(tmp_path):
+    # issue 40: user.conf sets no DefaultLimitNOFILE; the drop-in caps the manager below the
+    # profile. The audit's cause and advice name the drop-in's line (what the tune refuses to
+    # write past), not "the user manager's own limits" and "run limits_profile"
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import audit
+    unit(tmp_path, '/lib/systemd/system/user@.service', '[Service]\nExecStart=x\n')
+    dropin = '/etc/systemd/system/user@.service.d/limits.conf'
+    unit(tmp_path, dropin, '# site\n[Service]\nLimitNOFILE=4096\n')
+    wanted = systemd_user.wanted_by({}, {'nofile': 16384, 'pids': 4096, 'nproc': 'x'})
+    assert wanted == {'nofile': {'soft': 16384, 'hard': 16384}}
+    caps = systemd_user.manager_unit_caps(wanted, str(tmp_path))
+    configured = systemd_user.CONTEXT.configured({'manager': {'configured': {}},
+                                                 'manager_unit_caps': caps})
+    actual = {'soft': 4096, 'hard': 4096}
+    assert audit.source_of('user_manager', configured['nofile'], actual) == dropin + ':3'
+    text, at = audit.advice_at('user_manager', configured['nofile'], actual, sides=('soft',))
+    assert text.startswith('raise or remove %s:3' % dropin)
+    assert at == {'path': dropin, 'line': 3}
+    # without the profile (user.conf's defaults only) nothing is capped: the old advice
+    assert systemd_user.manager_unit_caps(systemd_user.wanted_by({}, None), str(tmp_path)) == []
