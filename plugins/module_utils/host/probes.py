@@ -13,8 +13,28 @@ PROBE_UNIT = 'gpufleet-effective-probe'
 CAT = 'cat /proc/self/limits'
 
 
-def login_command(user):
-    """A login session of ``user`` through PAM (runuser's ``-l`` stack runs pam_limits)."""
+#: login shells that run no command (a service account's): the probe gives its own shell
+NO_LOGIN_SHELLS = ('nologin', 'false')
+
+
+def login_shell(user):
+    """``user``'s login shell (the passwd entry), or None where the user is not known."""
+    import pwd
+    try:
+        return pwd.getpwnam(user).pw_shell
+    except KeyError:
+        return None
+
+
+def login_command(user, shell=None):
+    """A login session of ``user`` through PAM (runuser's ``-l`` stack runs pam_limits). A
+    service account whose shell runs nothing (nologin, false: ``shell``, else its passwd
+    entry's) gets /bin/sh for the probe's command (``-s``): the same PAM session, so the
+    limits its processes get under ``runuser -u`` or ``sudo -u`` are measured rather than a
+    probe that fails."""
+    shell = login_shell(user) if shell is None else shell
+    if shell and shell.rstrip('/').rsplit('/', 1)[-1] in NO_LOGIN_SHELLS:
+        return ['runuser', '-l', '-s', '/bin/sh', user, '-c', CAT]
     return ['runuser', '-l', user, '-c', CAT]
 
 

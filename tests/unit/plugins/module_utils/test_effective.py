@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+import shutil
 
 import pytest
 
@@ -98,9 +99,30 @@ def test_public_limits_round_trip():
     assert effective.from_public(public) == limits
 
 
+@pytest.mark.parametrize('shell', ['/usr/sbin/nologin', '/sbin/nologin', '/bin/false'])
+def test_a_service_account_s_login_probe_runs_in_its_pam_session_with_a_shell(shell):
+    # issue 40: a nologin account's login probe failed ("This account is currently not
+    # available"), so the report said nothing though runuser -u and sudo -u give it limits
+    assert probes.login_command('svc', shell) == ['runuser', '-l', '-s', '/bin/sh', 'svc', '-c',
+                                                  'cat /proc/self/limits']
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('runuser'), reason='needs root')
+def test_the_nologin_probe_reads_limits_through_real_pam():
+    # nobody's shell is nologin on Debian: the probe's own shell gets its limits
+    assert probes.login_shell('nobody').endswith(('nologin', 'false'))
+    out = subprocess.run(probes.login_command('nobody'), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    assert 'Max open files' in out
+    plain = subprocess.run(['runuser', '-l', 'nobody', '-c', probes.CAT],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True).stdout
+    assert 'Max open files' not in plain
+
+
 def test_commands():
-    assert probes.login_command('trainer') == ['runuser', '-l', 'trainer', '-c',
-                                               'cat /proc/self/limits']
+    assert probes.login_command('trainer', '/bin/bash') == ['runuser', '-l', 'trainer', '-c',
+                                                            'cat /proc/self/limits']
     assert probes.service_command('trainer')[-3:] == ['User=trainer', 'cat',
                                                       '/proc/self/limits']
     start, show, stop = probes.user_probe_commands('trainer', 1001, 'probe.service')
