@@ -52,6 +52,8 @@ KERNEL = 'kernel'
 #: the SARIF level, the NPD/NFD state, the drain) so that an outlet renders a cell and decides
 #: nothing; :data:`FAILING` says which of its actions count as a failure.
 OUTLETS = {
+    'tune': {OK: 'pass', GAP: 'fail', PENDING: 'pending', UNVERIFIED: 'not_verified',
+             NOT_COVERED: 'not_verified', PROBE_ERROR: 'fail', NODE_BROKEN: 'fail'},
     'junit': {OK: 'passed', GAP: 'failure', PENDING: 'failure', UNVERIFIED: 'skipped',
               NOT_COVERED: 'skipped', PROBE_ERROR: 'error', NODE_BROKEN: 'error'},
     'sarif': {OK: 'none', GAP: 'error', PENDING: 'warning', UNVERIFIED: 'none',
@@ -79,6 +81,7 @@ OUTLETS = {
 #: run, a metric at 0, a NonOK condition, a label false, a drain, a short host, a job that
 #: does not fit)
 FAILING = {
+    'tune': ('fail',),
     'junit': ('failure', 'error'), 'sarif': ('error', 'warning'), 'gate': ('fail',),
     'markdown': ('gap', 'pending', 'broken'), 'metrics': ('not_compliant',),
     'npd': ('short', 'broken'), 'nfd': ('short', 'broken'), 'slurm_health': ('drain',),
@@ -86,6 +89,7 @@ FAILING = {
 }
 #: what each outlet is (docs/audit.md)
 OUTLET_TEXT = {
+    'tune': 'the tune (limits role) fails and rolls back',
     'junit': 'JUnit test case (limits-audit.junit.xml)',
     'sarif': 'SARIF result level (limits-audit.sarif)',
     'gate': 'audit_fail_on_gap fails the run',

@@ -44,47 +44,66 @@ def _about(record, item):
     return str(record.get('key') or '').upper().endswith('LIMIT' + item.upper())
 
 
+def _place(record):
+    path, line = record.get('path'), record.get('line')
+    return dict(path=str(path), line=int(line) if line is not None else None) if path else None
+
+
 def _causes(per, item):
+    """[(cause text, place)] of the records of one context about ``item``."""
     found = []
     for key in ('conflicts', 'overrides'):
         for record in per.get(key) or []:
             if _about(record, item) and record.get('kind', 'narrower') == 'narrower':
                 reason = str(record.get('reason') or '')
                 where = _where(record)
-                found.append(reason if not where or where in reason
-                             else '%s: %s' % (where, reason or 'overrides the profile'))
+                found.append((reason if not where or where in reason
+                              else '%s: %s' % (where, reason or 'overrides the profile'),
+                              _place(record)))
     for record in per.get('invalid') or []:
         if _about(record, item):
-            found.append('%s: %s' % (_where(record), record.get('problem', 'skipped')))
+            found.append(('%s: %s' % (_where(record), record.get('problem', 'skipped')),
+                          _place(record)))
     return found
 
 
-def source(probe, item, profile_result):
-    """The cause of ``probe``'s gap in ``item``: the records of the limits_profile result
-    (``profile_result``) about that item, joined by '; ', else where the value is configured,
-    else the profile's file (see the module docstring)."""
+def evidence(probe, item, profile_result):
+    """The tune's evidence of ``probe``'s gap in ``item``: {source (the cause text), place
+    ({path, line} of the line that decides, or None), fix (what the context's own record says
+    closes it, or '')}: a context no written file reaches says why itself (ssh: sshd's stack,
+    with the fix); else the records of the limits_profile result (``profile_result``) about that
+    item, joined by '; ', placed at the first; else where the value is configured; else the
+    profile's file (see the module docstring)."""
     for entry in (profile_result or {}).get('probes') or []:
-        # a context no written file reaches says why itself (ssh: sshd's stack), with the fix
         if entry.get('probe') == probe and entry.get('gap') and entry.get('cause'):
-            return entry['cause']
+            return dict(source=entry['cause'], place=None, fix='')
     per_context = (profile_result or {}).get('per_context') or {}
     contexts = _contexts(probe, profile_result or {})
     found = []
     for context in contexts:
         for cause in _causes(per_context.get(context) or {}, item):
-            if cause not in found:
+            if cause[0] not in [text for text, _place in found]:
                 found.append(cause)
     if found:
-        return '; '.join(found)
+        return dict(source='; '.join(text for text, _place in found),
+                    place=next((at for _text, at in found if at), None), fix='')
     for context in contexts:
         per = per_context.get(context) or {}
         configured = (per.get('configured') or {}).get(item)
         if isinstance(configured, dict) and configured.get('source'):
-            where = _where(dict(path=configured['source'], line=configured.get('line')))
-            return '%s (%s)' % (where, configured['value']) if configured.get('value') else where
+            record = dict(path=configured['source'], line=configured.get('line'))
+            where = _where(record)
+            return dict(source='%s (%s)' % (where, configured['value'])
+                        if configured.get('value') else where, place=_place(record), fix='')
         if per.get('path'):
-            return '%s (the profile\'s file; no later line overrides it)' % per['path']
-    return UNKNOWN
+            return dict(source='%s (the profile\'s file; no later line overrides it)'
+                        % per['path'], place=_place(dict(path=per['path'])), fix='')
+    return dict(source=UNKNOWN, place=None, fix='')
+
+
+def source(probe, item, profile_result):
+    """The cause text of :func:`evidence`."""
+    return evidence(probe, item, profile_result)['source']
 
 
 def sources(gaps, profile_result):

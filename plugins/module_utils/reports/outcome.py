@@ -16,12 +16,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
 
 UNIT_PREFIX = 'unit:'
-#: probe errors that are not failures: a context whose service does not run, a busy node
-NOT_FAILURES = ('not_running', 'busy')
 
 
 def _unique(values):
@@ -65,30 +64,78 @@ def _restarts(profile):
             + ['restart %s' % unit for unit in owed if unit not in deferred])
 
 
+def tune_findings(after, profile, waiting):
+    """The verification's findings (reports/findings.py), one per probed context and item:
+    a gap of a context whose restart the policy deferred (``waiting``) is pending, else a gap,
+    with the tune's evidence (gap_sources.evidence: the records limits_profile returned) as
+    its cause and place; a probe error is not covered (its service does not run), unverified
+    (busy), pending (its restart deferred) or a probe error."""
+    expected = after.get('expected') or {}
+    short = dict(((g['context'], g['item']), g) for g in after.get('gaps') or [])
+    pairs = [(context, item) for context in after.get('contexts') or {} for item in expected]
+    pairs += [pair for pair in short if pair not in pairs]
+    found = []
+    for context, item in pairs:
+        limits = ((after.get('contexts') or {}).get(context) or {}).get('limits') or {}
+        gap = short.get((context, item))
+        row = dict(context=context, item=item,
+                   actual=(limits.get(item) or {}).get('human') or (
+                       probe_results.human_limit(item, gap['actual']) if gap else '(none)'),
+                   expected=(expected.get(item) or {}).get('human') or (
+                       probe_results.human_limit(item, gap['expected']) if gap else None),
+                   gap='+'.join(gap.get('sides') or []) if gap else '', how='probed')
+        if gap:
+            said = gap_sources.evidence(context, item, profile)
+            row.update(source=said['source'], places=dict(
+                (side, said['place']) for side in gap.get('sides') or [] if said['place']))
+            if context in waiting:
+                row['owed'] = 'the restart the policy deferred'
+        found.append(findings.from_row(row, findings.row_status(row)))
+    for error in after.get('errors') or []:
+        kind = error.get('kind')
+        status = (findings.NOT_COVERED if kind == 'not_running' else findings.UNVERIFIED
+                  if kind == 'busy' else findings.PENDING if error.get('context') in waiting
+                  else findings.PROBE_ERROR)
+        found.append(findings.finding(str(error.get('context')), error.get('item') or
+                                      findings.ALL, 'rlimit', status,
+                                      cause=str(error.get('msg') or '')))
+    return found
+
+
 def outcome(profile, after=None, rollback='never', check_mode=False, restart_policy='when_idle',
             user=''):
     """{changed, failed_unchanged, pending, failed, pending_gaps, errors, unverified, busy,
-    pending_errors, failed_contexts, verify_failed, rollback_now, written, report, failure}:
-    see the module's docstring."""
+    pending_errors, failed_contexts, verify_failed, rollback_now, written, report, failure,
+    findings}: see the module's docstring. What fails is the findings' tune cell
+    (findings.OUTLETS['tune']): a gap or a probe error fails, one whose restart the policy
+    deferred is pending, a context that does not run or is busy is not verified."""
     profile = profile or {}
     waiting = pending(profile)
     verified = after is not None
     after = after or {}
+    regressions = after.get('regressions') or []
+    verdicts = tune_findings(after, profile, waiting)
+    cell = dict(((f['context'], f['item']), findings.action('tune', f)) for f in verdicts
+                if f['item'] != findings.ALL)
+
+    def of_error(error):
+        return findings.action('tune', next(
+            f for f in verdicts if f['item'] == (error.get('item') or findings.ALL)
+            and f['context'] == str(error.get('context')) and f['cause'] == str(
+                error.get('msg') or '')))
     gaps = after.get('gaps') or []
     errors = after.get('errors') or []
-    regressions = after.get('regressions') or []
     found = dict(
         pending=waiting,
-        failed=[g for g in gaps if g.get('context') not in waiting],
-        pending_gaps=[g for g in gaps if g.get('context') in waiting],
-        errors=[e for e in errors if e.get('kind') not in NOT_FAILURES
-                and e.get('context') not in waiting],
-        pending_errors=[e for e in errors if e.get('kind') not in NOT_FAILURES
-                        and e.get('context') in waiting],
+        failed=[g for g in gaps if cell.get((g['context'], g['item'])) == 'fail'],
+        pending_gaps=[g for g in gaps if cell.get((g['context'], g['item'])) == 'pending'],
+        errors=[e for e in errors if of_error(e) == 'fail'],
+        pending_errors=[e for e in errors if of_error(e) == 'pending'],
         unverified=[e for e in errors if e.get('kind') == 'not_running'],
         busy=[e for e in errors if e.get('kind') == 'busy'],
-        written=[f['path'] for f in profile.get('files') or [] if f.get('changed')])
-    failing = bool(found['failed'] or found['errors'])
+        written=[f['path'] for f in profile.get('files') or [] if f.get('changed')],
+        findings=verdicts)
+    failing = bool(findings.failing('tune', verdicts))
     found['changed'] = node_changed(profile)
     # an unchanged node whose probe (the profile call's own, after known gaps) finds a gap
     # outside what waits for a restart: the role fails it, with the report, instead of
@@ -175,11 +222,18 @@ def _pair(limit):
 
 def failure_table(gaps, profile, pending=()):
     """The verification's ``gaps`` as the table context x item -> expected / actual / below /
-    source (each row's cause: gap_sources), '' without gaps; ``pending``: the contexts whose
-    restart the policy deferred (marked so). The limits_failure_table filter's too."""
+    source (each row's cause: the tune's findings, gap_sources.evidence), '' without gaps;
+    ``pending``: the contexts whose restart the policy deferred (marked so). The
+    limits_failure_table filter's too."""
     if not gaps:
         return ''
-    return probe_results.gap_table(gaps, list(pending), gap_sources.sources(gaps, profile or {}))
+    causes = {}
+    for gap in gaps:
+        said = gap_sources.evidence(gap['context'], gap['item'], profile or {})
+        where = findings.where(said['place'])
+        causes[(gap['context'], gap['item'])] = said['source'] if not where or where in \
+            said['source'] else '%s (at %s)' % (said['source'], where)
+    return probe_results.gap_table(gaps, list(pending), causes)
 
 
 def failure(profile, found, after, rollback='never', user=''):

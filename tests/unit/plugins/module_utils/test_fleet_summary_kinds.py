@@ -5,6 +5,7 @@ table (issue 31.17): the gaps only by default, with their count and where the fu
 import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.filter import fleet_summary as fsf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import fleet_summary as fs
 
 from ansible.errors import AnsibleFilterError
@@ -154,36 +155,47 @@ ROWS = [dict(host='gpu-%d' % h, context=c, item='nofile', actual='1024:4096',
              expected='65536:65536', gap=('soft+hard' if (h, c) in ((1, 'login'), (3, 'docker'))
                                           else ''), source='/etc/security/limits.conf:%d' % h)
         for h in (1, 2, 3) for c in ('login', 'docker')]
+#: the findings of those rows, as the audit returns them (with the host, as the report has)
+FOUND = [dict(findings.from_row(r, findings.row_status(r)), host=r['host']) for r in ROWS]
 
 
-def test_the_terminal_table_shows_the_gaps_only_with_their_count():
-    lines = fs.table_lines(ROWS, full='/srv/reports/limits-audit.md')
-    assert lines[0] == ('2 of 6 rows (host x context x item) are gaps; the full table is in '
+def test_the_terminal_table_shows_the_failing_findings_only_with_their_count():
+    lines = fs.table_lines(FOUND, full='/srv/reports/limits-audit.md')
+    assert lines[0] == ('2 of 6 findings (host x context x item) fail; the full table is in '
                         '/srv/reports/limits-audit.md (audit_show=all prints it here)')
-    assert lines[1].split() == ['host', 'context', 'item', 'actual', 'expected', 'gap', 'source']
+    assert lines[1].split() == ['host', 'context', 'item', 'status', 'actual', 'expected',
+                                'short', 'cause']
     assert [line.split()[:2] for line in lines[2:]] == [['gpu-1', 'login'], ['gpu-3', 'docker']]
-    assert lines[2] == ('%-20s %-26s %-8s %-24s %-24s %-9s %s' % (
-        'gpu-1', 'login', 'nofile', '1024:4096', '65536:65536', 'soft+hard',
+    assert lines[2] == ('%-20s %-26s %-8s %-11s %-24s %-24s %-9s %s' % (
+        'gpu-1', 'login', 'nofile', 'gap', '1024:4096', '65536:65536', 'soft+hard',
         '/etc/security/limits.conf:1'))
 
 
-def test_the_terminal_table_shows_every_row_when_asked():
-    lines = fs.table_lines(ROWS, show='all', full='r.md')
-    assert lines[0] == '2 of 6 rows (host x context x item) are gaps; every row:'
+def test_the_terminal_table_shows_every_finding_when_asked():
+    lines = fs.table_lines(FOUND, show='all', full='r.md')
+    assert lines[0] == '2 of 6 findings (host x context x item) fail; every finding:'
     assert len(lines) == 2 + len(ROWS)
     assert lines[3].split()[:2] == ['gpu-1', 'docker'] and lines[3].split()[-1].endswith(':1')
+    assert lines[3].split()[3] == 'ok'
+
+
+def test_the_markdown_table_has_every_finding_with_its_status():
+    lines = fs.table_lines(FOUND, markdown=True)
+    assert lines[0] == '| host | context | item | status | actual | expected | short | cause |'
+    assert len(lines) == 2 + len(FOUND)
+    assert lines[2].startswith('| gpu-1 | login | nofile | gap | 1024:4096 |')
 
 
 def test_a_fleet_without_gaps_prints_the_count_and_no_table():
-    clean = [dict(row, gap='') for row in ROWS]
+    clean = [dict(f, status='ok') for f in FOUND]
     assert fs.table_lines(clean, full='r.md') == [
-        '0 of 6 rows (host x context x item) are gaps; the full table is in r.md '
+        '0 of 6 findings (host x context x item) fail; the full table is in r.md '
         '(audit_show=all prints it here)']
     assert fs.table_lines([]) == [
-        '0 of 0 rows (host x context x item) are gaps (audit_show=all prints it here)']
+        '0 of 0 findings (host x context x item) fail (audit_show=all prints it here)']
 
 
 def test_the_filter_refuses_an_unknown_audit_show():
-    assert fsf.audit_table_text(ROWS, 'gaps', 'r.md').count('\n') == 3
+    assert fsf.audit_table_text(FOUND, 'gaps', 'r.md').count('\n') == 3
     with pytest.raises(AnsibleFilterError, match="audit_show: 'some' is not one of gaps, all"):
-        fsf.audit_table_text(ROWS, 'some')
+        fsf.audit_table_text(FOUND, 'some')

@@ -11,6 +11,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import ssh
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import ssh_sessions
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.limits_model import Limit, UNLIMITED
 
 DEBIAN_SSHD = '''# PAM configuration for the Secure Shell service
@@ -35,20 +36,20 @@ def reader(files):
 
 
 def test_the_pam_limits_line_of_a_debian_sshd_stack():
-    lines, commented = ssh.pam_stack('sshd', read=reader({
+    lines, commented = ssh_sessions.pam_stack('sshd', read=reader({
         '/etc/pam.d/sshd': DEBIAN_SSHD, '/etc/pam.d/common-session': COMMON_SESSION}))
     assert [line.module for line in lines] == ['pam_selinux.so', 'pam_loginuid.so',
                                                'pam_limits.so', 'pam_permit.so',
                                                'pam_systemd.so']
     assert lines[0].control.startswith('[success=ok') and lines[3].control == '[default=1]'
-    assert ssh.limits_at(lines).where == '/etc/pam.d/sshd:8'
+    assert ssh_sessions.limits_at(lines).where == '/etc/pam.d/sshd:8'
     assert commented == []
 
 
 def test_a_rhel_stack_includes_password_auth_and_its_conf_argument():
-    lines, _commented = ssh.pam_stack('sshd', read=reader({
+    lines, _commented = ssh_sessions.pam_stack('sshd', read=reader({
         '/etc/pam.d/sshd': RHEL_SSHD, '/etc/pam.d/password-auth': PASSWORD_AUTH}))
-    found = ssh.limits_at(lines)
+    found = ssh_sessions.limits_at(lines)
     assert found.where == '/etc/pam.d/password-auth:3'
     assert found.conf() == '/etc/security/site-limits.conf'
     assert [line.module for line in lines] == ['pam_keyinit.so', 'pam_limits.so']
@@ -57,13 +58,13 @@ def test_a_rhel_stack_includes_password_auth_and_its_conf_argument():
 def test_a_commented_out_pam_limits_line_is_named():
     text = DEBIAN_SSHD.replace('session    required     pam_limits.so',
                                '#session    required     pam_limits.so')
-    lines, commented = ssh.pam_stack('sshd', read=reader({'/etc/pam.d/sshd': text}))
-    assert ssh.limits_at(lines) is None
+    lines, commented = ssh_sessions.pam_stack('sshd', read=reader({'/etc/pam.d/sshd': text}))
+    assert ssh_sessions.limits_at(lines) is None
     assert commented == ['/etc/pam.d/sshd:8']
 
 
 def test_an_include_loop_ends():
-    lines, _commented = ssh.pam_stack('a', read=reader({
+    lines, _commented = ssh_sessions.pam_stack('a', read=reader({
         '/etc/pam.d/a': '@include b\nsession required pam_limits.so\n',
         '/etc/pam.d/b': '@include a\n'}))
     assert [line.where for line in lines] == ['/etc/pam.d/a:2']

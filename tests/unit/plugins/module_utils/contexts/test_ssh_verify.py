@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import ssh
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import ssh_sessions
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import outcome
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_run
@@ -48,7 +49,7 @@ def node(monkeypatch):
     """An sshd with the RHEL layout: /etc/pam.d/sshd includes password-auth (set per test)."""
     files = {'/etc/pam.d/sshd': RHEL_SSHD, '/etc/pam.d/password-auth': PASSWORD_AUTH}
     real = stack.pam_stack
-    monkeypatch.setattr(ssh, 'pam_stack', lambda service: real(service, read=files.get))
+    monkeypatch.setattr(ssh_sessions, 'pam_stack', lambda service: real(service, read=files.get))
     monkeypatch.setattr(ssh.Ssh, 'detect', lambda self, root='': True)
     monkeypatch.setattr(ssh, 'sshd_unit', lambda root='': 'ssh.service')
     return files
