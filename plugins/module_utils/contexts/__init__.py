@@ -146,3 +146,10 @@ def probe_map(configured, units=(), host=None):
             if entry:
                 found.append(entry)
     return found
+
+#: the records generic code needs by role, so that no code outside contexts/ names a context
+#: by a string: the login session (pam: the audit's pam_invalid and blocked lines), the system
+#: manager (its units' reports), the Slurm job (the health check's default)
+PAM = pam.CONTEXT
+SYSTEM = systemd_system.CONTEXT
+SLURM = slurm.CONTEXT

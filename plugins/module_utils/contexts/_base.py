@@ -225,6 +225,11 @@ class Context(object):
         (the audit's and the drift watch's ``problems``)."""
         return []
 
+    def pending(self, report, host):
+        """{(probed context, item): action} for the values its files set that a running
+        process has not taken yet, said only with evidence (the audit's ``owed``)."""
+        return {}
+
     def audit_probe(self, report, auditor):
         """Does the audit probe this context?"""
         return report is not None

@@ -251,6 +251,15 @@ class Docker(Context):
         return [dict(source=c['source'], msg=c['msg'], state=c['state'])
                 for c in (report or {}).get('flag_conflicts') or []]
 
+    def pending(self, report, host):
+        """dockerd started before daemon.json last changed: every item waits for its restart."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
+            limits_model as model)
+        if report is None or not docker_pending(host, DAEMON_JSON):
+            return {}
+        return dict(((self.probe, item), 'restarting docker.service (dockerd started before '
+                     'daemon.json last changed)') for item in model.ITEMS)
+
     def audit_probe(self, report, auditor):
         return report is not None and bool(auditor.params.get(self.image_option))
 

@@ -154,5 +154,15 @@ class SystemdSystem(Manager):
     def configured(self, report):
         return (report or {}).get('manager', {}).get('configured') or {}
 
+    def pending(self, report, host):
+        """systemd's own word: the manager, or a unit it runs, reports other values than its
+        files (systemctl show); a unit's under its probed name (``unit:NAME``)."""
+        found = {}
+        for entry in (report or {}).get('pending') or []:
+            context = (self.probe if entry['target'] == 'manager'
+                       else sdpaths.UNIT_CONTEXT_PREFIX + sdpaths.unit_name(entry['target']))
+            found.setdefault((context, entry['item']), entry['action'])
+        return found
+
 
 CONTEXT = SystemdSystem()

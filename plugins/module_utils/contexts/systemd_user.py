@@ -75,6 +75,13 @@ class SystemdUser(Manager):
         report['manager_unit_caps'] = caps
         return report, list(warnings) + [c['reason'] for c in caps]
 
+    def pending(self, report, host):
+        """The user manager reports other values than user.conf (systemctl --user show)."""
+        found = {}
+        for entry in (report or {}).get('pending') or []:
+            found.setdefault((self.probe, entry['item']), entry['action'])
+        return found
+
     def audit_probe(self, report, auditor):
         # probed only when the user's manager runs (systemd_report saw it)
         return auditor.user in report['user_managers']

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 
-PREFIX = 'unit:'
+PREFIX = sdpaths.UNIT_CONTEXT_PREFIX
 # Units whose restart stops or disturbs the workloads they run: their restarts go through the
 # restart policy (``when_idle`` by default), as do the user managers (user@UID.service).
 WORKLOAD_UNITS = ('docker.service', 'containerd.service', 'crio.service', 'slurmd.service')

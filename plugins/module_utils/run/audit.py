@@ -106,7 +106,7 @@ def source_of(context, configured, actual=None, blocked=None, pending=None):
         return configured['why']
     matches = actual is None or (configured.get('soft') == actual.get('soft')
                                  and configured.get('hard') == actual.get('hard'))
-    if context == 'login':
+    if context == registry.PAM.probe:
         soft, hard = configured.get('soft_source') or '', configured.get('hard_source') or ''
         if not matches:
             cause = ('pam_limits could not apply %s' % '; '.join(blocked) if blocked else
@@ -173,13 +173,13 @@ def advice_at(context, configured, actual=None, blocked=None, pending=None,
         # a side no file sets, and the context's own evidence says what would set it (an SSH
         # session: the pam context's file, which sshd's pam_limits applies)
         return configured['%s_fix' % side_fix], configured.get('%s_fix_place' % side_fix) or at
-    if context == 'login' and blocked and actual is not None and (
+    if context == registry.PAM.probe and blocked and actual is not None and (
             configured.get('soft'), configured.get('hard')) != (actual.get('soft'),
                                                                 actual.get('hard')):
         return ('change %s: pam_limits cannot apply it, so the session keeps its defaults'
                 % '; '.join(blocked), findings.place_in(blocked[0]) or at)
     record = _owner(context)
-    if context == 'login':
+    if context == registry.PAM.probe:
         places = [(configured.get('%s_source' % side) or '').split(' (', 1)[0] for side in sides]
         where = '; '.join(p for i, p in enumerate(places) if p and p not in places[:i])
     else:
@@ -205,25 +205,13 @@ def advice_at(context, configured, actual=None, blocked=None, pending=None,
 
 def pending_actions(reports, host):
     """{(context, item): action} for the values a file sets and a running process has not
-    taken yet, with evidence: systemd's own word (the manager or unit reports other values than
-    its files: systemctl show) or dockerd started before daemon.json last changed."""
+    taken yet, with evidence: each record's own word (Context.pending: systemd's systemctl
+    show against its files, dockerd started before daemon.json last changed)."""
     found = {}
-    system = reports.get(registry.named('systemd_system').probe) or {}
-    user = reports.get(registry.named('systemd_user').probe) or {}
-    for entry in system.get('pending') or []:
-        context = (registry.named('systemd_system').probe if entry['target'] == 'manager'
-                   else effective.unit_context(entry['target']))
-        found.setdefault((context, entry['item']), entry['action'])
-    for entry in user.get('pending') or []:
-        found.setdefault((registry.named('systemd_user').probe, entry['item']), entry['action'])
-    docker = registry.named('docker')
-    if reports.get(docker.probe) is not None:
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import (
-            docker as docker_context)
-        if docker_context.docker_pending(host, docker_context.DAEMON_JSON):
-            for item in model.ITEMS:
-                found[(docker.probe, item)] = ('restarting docker.service (dockerd started '
-                                               'before daemon.json last changed)')
+    for record in registry.REGISTRY:
+        if record.probe is not None and record.probe in reports:
+            for key, action in record.pending(reports.get(record.probe), host).items():
+                found.setdefault(key, action)
     return found
 
 
@@ -258,7 +246,7 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
             gap = [g for g in gaps if g['context'] == context and g['item'] == item]
             source = source_of(context, configured.get(item) or {},
                                dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
-                               blocked if context == 'login' else None,
+                               blocked if context == registry.PAM.probe else None,
                                (unapplied or {}).get((context, item)))
             row = dict(
                 context=context, item=item,
@@ -273,7 +261,7 @@ def rows(observed, expected, gaps, configured_by_context, items, blocked=None, p
                 text, at = advice_at(
                     context, configured.get(item) or {},
                     dict(soft=limit.get('soft'), hard=limit.get('hard')) if limit else None,
-                    blocked if context == 'login' else None, owed, gap[0]['sides'])
+                    blocked if context == registry.PAM.probe else None, owed, gap[0]['sides'])
                 row['advice'] = text
                 row['advice_at'] = findings.advice(text, at)
                 if owed:
@@ -377,17 +365,17 @@ def audit(host, params):
     predicted = add_predicted(probed, reports, contexts)
     configured = dict((probe, registry.probed(probe).configured(report))
                       for probe, report in reports.items())
-    system = reports[registry.named('systemd_system').probe]
+    system = reports[registry.SYSTEM.probe]
     for unit, report in system['units'].items():
         configured[effective.unit_context(unit)] = report.get('configured') or {}
     result.update(
         contexts=probed['contexts'], errors=probed['errors'], gaps=probed['gaps'],
         table=probed['table'], ceilings=probed['ceilings'], expected=probed['expected'],
         proofs=probed.get('proofs') or {},
-        pam_invalid=reports[registry.named('pam').probe]['invalid'],
+        pam_invalid=reports[registry.PAM.probe]['invalid'],
         systemd_pending=system['pending'],
         rows=rows(probed['contexts'], probed['expected'], probed['gaps'], configured, items,
-                  unappliable(configured[registry.named('pam').probe], host_limits.Ceiling()),
+                  unappliable(configured[registry.PAM.probe], host_limits.Ceiling()),
                   predicted, dict((e['context'], e) for e in probed['errors']
                                   if e.get('kind') == errors.BUSY),
                   pending_actions(reports, host)))

@@ -120,7 +120,7 @@ def check_sessions(request, host):
     broken = pam.session_errors(request, host)
     if broken:
         raise changes.Failure('pam: %s (nothing written, nothing restarted)'
-                              % '; '.join(str(exc) for exc in broken), context='pam',
+                              % '; '.join(str(exc) for exc in broken), context=pam.CONTEXT.name,
                               kind=errors.HOST, session_errors=[
                                   dict(path=exc.path, msg=str(exc)) for exc in broken])
 

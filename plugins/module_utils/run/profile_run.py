@@ -26,17 +26,18 @@ def login_baseline(module, user):
     # imported here: only a run that changes something takes a baseline
     from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 
-    command = registry.named('pam').probe_command(user, None, {})
+    command = registry.PAM.probe_command(user, None, {})
     rc, out, err = module.run_command(command, environ_update=commands.c_env())
     entry = dict(command=' '.join(shlex.quote(c) for c in command), limits={})
     if rc == 0:
         try:
-            entry['limits'] = effective.public_limits(effective.parse_probe(out, 'login'))
+            entry['limits'] = effective.public_limits(effective.parse_probe(
+                out, registry.PAM.probe))
         except model.LimitError as exc:
             changes.warn(module, 'baseline: %s' % exc)
     else:
         changes.warn(module, 'baseline: %s exited %d: %s' % (command[0], rc, (err or out).strip()[:200]))
-    return {'login': entry}
+    return {registry.PAM.probe: entry}
 
 
 # Set by this module in ``verify`` (effective_limits' options): what it wrote decides them.
@@ -124,7 +125,7 @@ def check_baseline_user(module, params, result):
 def check_overrides(module, params, result, planned):
     """The pam change (or None), with ``overrides`` in the result; fails before anything is
     written when users stay below the profile and ``on_override`` is fail."""
-    pam = dict(planned).get('pam')
+    pam = dict(planned).get(registry.PAM.name)
     if pam is not None:
         result['overrides'] = override_records(pam.result)
         below = [r['reason'] for r in result['overrides'] if r['kind'] == 'narrower']
@@ -173,7 +174,7 @@ def report_actions(module, params, result, planned):
             changes.warn(module, '%s: %s' % (context, message))
         change.result['changed'] = change.changed
         result['per_context'][context] = change.result
-        if context == 'docker':
+        if change.result.get('running_containers') is not None:
             result['running_containers'] = change.result.get('running_containers')
     if 'running_containers' in result['actions']:
         result['running_containers'] = result['actions'].pop('running_containers')
@@ -190,7 +191,8 @@ def override_warnings(result, planned):
     ok; an earlier line the managed file now overrides (``replaced``) needs no decision: said
     on the run that writes the file, not on every rerun (issue 39.3). Both stay in
     ``overrides``."""
-    pam_changed = any(change.changed for context, change in planned if context == 'pam')
+    pam_changed = any(change.changed for context, change in planned
+                      if context == registry.PAM.name)
     return ['pam: %s' % record['reason'] for record in result.get('overrides') or []
             if record['kind'] == 'narrower' or pam_changed]
 

@@ -37,6 +37,7 @@ import re
 import subprocess
 import sys
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
 
@@ -46,10 +47,10 @@ MARKER = 'gpufleet:'
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 NAMES = {OK: 'OK', WARNING: 'WARNING', CRITICAL: 'CRITICAL', UNKNOWN: 'UNKNOWN'}
 #: the contexts a job depends on
-DEFAULT_CONTEXTS = ('slurm_job',)
+DEFAULT_CONTEXTS = (registry.SLURM.probe,)
 #: contexts judged from the audit's prediction, never probed here: a probe job (srun) cannot
 #: start on a drained or busy node, so a node drained for it could never be proved fixed
-PREDICTED = ('slurm_job',)
+PREDICTED = (registry.SLURM.probe,)
 #: slurmd kills HealthCheckProgram after 60 s (slurm.conf(5); HealthCheckTimeout from 26.05)
 DEFAULT_HEALTH_TIMEOUT = 40
 #: a Prolog should finish within MessageTimeout (default 10 s, slurm.conf(5))

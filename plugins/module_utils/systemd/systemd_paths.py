@@ -44,6 +44,10 @@ class ConfError(errors.Error, ValueError):
 
 # --- names and paths ---------------------------------------------------------------------
 
+#: the prefix of a unit's probed context name (``unit:NAME``: contexts/units.py)
+UNIT_CONTEXT_PREFIX = 'unit:'
+
+
 def unit_name(name):
     """``docker`` -> ``docker.service`` (a name without a unit type is a service); no checks."""
     if '.' not in name.rsplit('@', 1)[-1] or name.endswith('@'):
