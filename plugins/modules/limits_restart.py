@@ -46,9 +46,9 @@ description:
     M(gpufleet.tuning.effective_limits) does with those options and returns its result in
     RV(verified). With nothing to restart (a change of PAM files only) it only probes. Nothing is probed after a failed restart or in check mode.
   - With O(rollback), rolls back one M(gpufleet.tuning.limits_profile) call from its
-    registered result instead (the limits role's rollback after a failed verification): puts
-    back the files that call changed and does again, with them, exactly the restarts that call
-    did; never one its restart policy deferred.
+    registered result instead (the limits role's rollback after a failed verification). It
+    puts back the files that call changed and does again, with them, exactly the restarts that
+    call did; never one its restart policy deferred.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
@@ -105,13 +105,13 @@ options:
         RV(gpufleet.tuning.limits_profile#module:actions) owes less its C(deferred) ones) are
         done again in the same order and with the same checks (O(settle), O(docker_wait)), so
         that what it restarted runs on the restored files. A restart the restart policy
-        deferred was not done and is not done now: the workload it protects keeps running. A
+        deferred was not done and is not done now, so the workload it protects keeps running. A
         result without C(restarted) has only its files put back.
       - A C(done) that is not the start of the steps C(actions) owes (not one call's result)
         fails the module before anything is put back. A file that cannot be put back, or a
         unit that fails its restart with the restored files, fails the module after the rest
         was done, naming them (RV(put_back)).
-      - Give it alone: not with O(reexec), O(daemon_reload), O(units), O(user_managers),
+      - Give it alone, not with O(reexec), O(daemon_reload), O(units), O(user_managers),
         O(docker), O(written) or O(verify).
     type: dict
   # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
@@ -190,9 +190,9 @@ put_back:
     - With O(written), after a failed step, C(restored) (the files put back, in write order,
       each one that could not be with why) and C(outcome) (what was done again with them, a
       dict like this module's return, or why that failed).
-    - With O(rollback), the same for the rollback: the files put back and the restarts done
+    - With O(rollback), the same for the rollback, the files put back and the restarts done
       again with them (also in RV(done)).
-  returned: when a step failed and O(written) was given, and with O(rollback) (not in check mode)
+  returned: when a step failed and O(written) was given, and with O(rollback) outside check mode
   type: dict
   sample: {restored: [/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf],
            outcome: {done: [systemctl daemon-reload, restart slurmd.service], failed_unit: {},
