@@ -16,9 +16,8 @@ description:
   - Does, in this order, the restarts that RV(gpufleet.tuning.limits_profile#module:actions)
     asks for, so that new processes get the profile. M(gpufleet.tuning.limits_profile)'s
     own O(gpufleet.tuning.limits_profile#module:restart) does the same steps in the same
-    call as the writes; the limits role calls this module once per host after a change only
-    where something must run in between (the CRI client's copy for a pod probe, logind, the
-    linger, C(limits_verify_always)), with the restarts its restart policy defers left out.
+    call as the writes, through the same engine; the limits role restarts only there, and
+    calls this module only to roll a run back (O(rollback)).
   - O(reexec) runs C(systemctl daemon-reexec); O(daemon_reload) C(systemctl daemon-reload).
   - Each unit of O(units), then dockerd when O(docker) is set, is restarted and must be active
     O(settle) seconds later (a C(Type=simple) unit such as C(slurmd.service) can report a good
@@ -46,6 +45,10 @@ description:
   - With O(verify), once every restart succeeded, probes the contexts as
     M(gpufleet.tuning.effective_limits) does with those options and returns its result in
     RV(verified). With nothing to restart (a change of PAM files only) it only probes. Nothing is probed after a failed restart or in check mode.
+  - With O(rollback), rolls back one M(gpufleet.tuning.limits_profile) call from its
+    registered result instead (the limits role's rollback after a failed verification). It
+    puts back the files that call changed and does again, with them, exactly the restarts that
+    call did; never one its restart policy deferred.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
@@ -88,6 +91,29 @@ options:
         unknown or ill-typed one fails the module naming C(verify).
       - The probes run after the last restart and its checks, in the same call.
     type: dict
+  rollback:
+    description:
+      - The registered result of one M(gpufleet.tuning.limits_profile) call with
+        O(gpufleet.tuning.limits_profile#module:restart) to roll back (the limits role passes
+        it after a verification that fails as C(limits_rollback) says). Its
+        RV(gpufleet.tuning.limits_profile#module:files),
+        RV(gpufleet.tuning.limits_profile#module:actions) and
+        RV(gpufleet.tuning.limits_profile#module:restarted) are read; other keys are ignored.
+      - Every file that call changed is put back from its backup (or removed when the call
+        created it), the last written first; then the restarts that call did (C(done) of its
+        RV(gpufleet.tuning.limits_profile#module:restarted), the steps
+        RV(gpufleet.tuning.limits_profile#module:actions) owes less its C(deferred) ones) are
+        done again in the same order and with the same checks (O(settle), O(docker_wait)), so
+        that what it restarted runs on the restored files. A restart the restart policy
+        deferred was not done and is not done now, so the workload it protects keeps running. A
+        result without C(restarted) has only its files put back.
+      - A C(done) that is not the start of the steps C(actions) owes (not one call's result)
+        fails the module before anything is put back. A file that cannot be put back, or a
+        unit that fails its restart with the restored files, fails the module after the rest
+        was done, naming them (RV(put_back)).
+      - Give it alone, not with O(reexec), O(daemon_reload), O(units), O(user_managers),
+        O(docker), O(written) or O(verify).
+    type: dict
   # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
   # END GENERATED options
 extends_documentation_fragment:
@@ -100,7 +126,7 @@ notes:
     every call restarts what it is given. Call it only when a restart is owed (the limits role
     calls it from its handler only after a change or an owed restart).
   - Check mode restarts nothing and reports C(changed) when there is anything to do; diff mode
-    lists the steps.
+    lists the steps (with O(rollback), the files put back first).
 seealso:
   - module: gpufleet.tuning.limits_profile
   - module: gpufleet.tuning.effective_limits
@@ -127,6 +153,19 @@ EXAMPLES = r'''
     daemon_reload: "{{ limits.actions.daemon_reload }}"
     units: "{{ limits.actions.units | reject('in', limits.actions.deferred | map(attribute='unit')) }}"
     written: "{{ limits.files | selectattr('changed') }}"
+
+- name: Apply the profile, restart what it owes and probe every context it wrote
+  gpufleet.tuning.limits_profile:
+    profile: {nofile: 65536, nproc: 32768}
+    backup: true
+    restart: true
+    verify: {user: trainer}
+  register: applied
+
+- name: Roll that call back when a context misses the profile (its files, then its restarts)
+  gpufleet.tuning.limits_restart:
+    rollback: "{{ applied }}"
+  when: applied.restarted.verified.gaps | default([]) | length > 0
 '''
 
 RETURN = r'''
@@ -151,7 +190,9 @@ put_back:
     - With O(written), after a failed step, C(restored) (the files put back, in write order,
       each one that could not be with why) and C(outcome) (what was done again with them, a
       dict like this module's return, or why that failed).
-  returned: when a step failed and O(written) was given
+    - With O(rollback), the same for the rollback, the files put back and the restarts done
+      again with them (also in RV(done)).
+  returned: when a step failed and O(written) was given, and with O(rollback) outside check mode
   type: dict
   sample: {restored: [/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf],
            outcome: {done: [systemctl daemon-reload, restart slurmd.service], failed_unit: {},
@@ -176,7 +217,6 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
 from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_limits_conf as conf
@@ -196,6 +236,43 @@ def session_errors(module):
     return conf.session_failures(conf.LIMITS_CONF, conf.LIMITS_DIR, versions.pam_version(module))
 
 
+STEP_OPTIONS = ('reexec', 'daemon_reload', 'units', 'user_managers', 'docker', 'written',
+                'verify')
+
+
+def rollback(module, result):
+    """O(rollback): one limits_profile call put back by the restart engine; exits."""
+    applied = module.params['rollback']
+    given = [name for name in STEP_OPTIONS if module.params[name]]
+    if given:
+        module.fail_json(msg='rollback: give it alone, not with %s (nothing put back or '
+                         'restarted)' % ', '.join(given), **result)
+    for key, kind in (('files', list), ('actions', dict), ('restarted', dict)):
+        if not isinstance(applied.get(key) or kind(), kind):
+            module.fail_json(msg='rollback.%s: a %s as limits_profile returns it, not %r (nothing '
+                             'put back or restarted)' % (key, kind.__name__, applied[key]),
+                             **result)
+    written = restarts.written_records(applied.get('files'), changed_only=True)
+    try:
+        again = restarts.done_steps(applied.get('actions'), applied.get('restarted'))
+    except restarts.RestartError as exc:
+        module.fail_json(msg='rollback: %s' % exc.msg, **result)
+    result['changed'] = bool(written or again)
+    if module._diff:
+        result['diff'] = dict(before='', after=''.join(
+            ['put back %s\n' % change.path for _context, change in reversed(written)]
+            + ['%s\n' % restarts.describe(step) for step in again]))
+    if module.check_mode:
+        module.exit_json(**result)
+    engine = restarts.Engine(restarts.Restarter(module, settle=module.params['settle'],
+                                                docker_wait=module.params['docker_wait']))
+    try:
+        engine.rollback(written, again, result)
+    except restarts.RestartFailure as exc:
+        module.fail_json(msg=exc.msg, **result)
+    module.exit_json(**result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -206,12 +283,16 @@ def main():
             docker=dict(type='bool', default=False),
             written=dict(type='list', elements='dict'),
             verify=dict(type='dict'),
+            rollback=dict(type='dict'),
             **opts.spec(OPTIONS)
         ),
         supports_check_mode=True,
     )
+    result = dict(changed=False, done=[], failed_unit={}, docker_version=None)
+    if module.params['rollback'] is not None:
+        rollback(module, result)
     planned = restarts.steps(module.params)
-    result = dict(changed=bool(planned), done=[], failed_unit={}, docker_version=None)
+    result['changed'] = bool(planned)
     verify = None
     if module.params['verify'] is not None:
         try:
@@ -230,9 +311,7 @@ def main():
         module.exit_json(**result)
     written = None
     if module.params['written'] is not None:
-        written = [(entry.get('context'), changes.Written(
-            entry['path'], entry.get('backup_file'), bool(entry.get('created'))))
-            for entry in module.params['written'] if entry.get('path')]
+        written = restarts.written_records(module.params['written'])
     engine = restarts.Engine(restarts.Restarter(module, settle=module.params['settle'],
                                                 docker_wait=module.params['docker_wait']))
     try:

@@ -253,6 +253,53 @@ def failure_message(failure, restored, outcome):
         unit, (' (done again with them: %s)' % ', '.join(others)) if others else '')
 
 
+def written_records(entries, changed_only=False):
+    """[(context, changes.Written)] of limits_profile's ``files`` records (``path``,
+    ``backup_file``, ``created``; other keys ignored), in the order given: the order they were
+    written. ``changed_only``: only the records whose ``changed`` is true (limits_profile's
+    whole ``files`` list names the unchanged files too)."""
+    return [(entry.get('context'), changes.Written(
+        entry['path'], entry.get('backup_file'), bool(entry.get('created'))))
+        for entry in entries or []
+        if entry.get('path') and (entry.get('changed') or not changed_only)]
+
+
+def done_steps(actions, restarted):
+    """The steps a limits_profile call with ``restart`` did, from its result alone: its
+    ``actions`` (what the change owes, ``deferred`` the restarts the policy left for later)
+    give the steps it planned, as profile_run.restart plans them (:func:`allowed`, then
+    :func:`steps`), and ``restarted['done']`` how many of them ran (the engine runs them in
+    order and stops at the first failure). A record whose ``done`` is not the start of those
+    steps (an edited or another module's result) raises RestartError: nothing is guessed."""
+    planned = steps(allowed(actions or {}))
+    done = list((restarted or {}).get('done') or [])
+    if [describe(step) for step in planned[:len(done)]] != done:
+        raise RestartError('restarted.done %s is not what actions owes (%s): not the result of '
+                           'one limits_profile call; nothing put back or restarted'
+                           % (done, [describe(step) for step in planned]))
+    return planned[:len(done)]
+
+
+def rollback_message(restored, outcome):
+    """'' when every file was put back and every step done again succeeded; else what failed
+    (a file not restored, the restart that failed with the restored files)."""
+    problems = [path for path in restored if '(NOT restored: ' in path]
+    text = ''
+    if problems:
+        text = 'not every file this run changed could be put back: %s' % ', '.join(problems)
+    if not isinstance(outcome, dict):
+        failed = 'done again with the previous files, which failed: %s' % outcome
+    elif outcome.get('failed_unit'):
+        failed = '%s did NOT start again with the previous files: %s%s' % (
+            outcome['failed_unit']['unit'], outcome['failed_unit']['error'],
+            (' (its journal: %s)' % ' | '.join(outcome['failed_unit']['journal']))
+            if outcome['failed_unit'].get('journal') else '')
+    else:
+        return text and 'rollback: %s; restored: %s.' % (text, ', '.join(restored))
+    return 'rollback: %s%s; restored: %s.' % (text + '; ' if text else '', failed,
+                                              ', '.join(restored) or 'no file')
+
+
 POLICIES = ('when_idle', 'always', 'never')
 
 
@@ -318,6 +365,30 @@ class Engine(object):
             self.restore(written, now, result, exc.msg)
         if result['failed_unit'] and written is not None:
             self.restore(written, now, result, result['failed_unit'])
+        return result
+
+    def rollback(self, written, again, result=None):
+        """Roll back a run whose restarts succeeded and whose verification failed: every file
+        of ``written`` ([(context, Change or changes.Written)], in write order) put back, the
+        last written first, then ``again`` (the steps that run did: :func:`done_steps`) done
+        once more, in order and with the same checks, so that what it restarted runs on the
+        restored files. Nothing else is restarted: a restart the policy deferred was not done,
+        so the workload it protected keeps running. ``result`` (updated and returned): done,
+        failed_unit, docker_version of the redo and ``put_back`` {restored (in write order),
+        outcome}. A file not put back or a step that fails again raises RestartFailure,
+        after the other files and steps were done."""
+        result = {} if result is None else result
+        restored = list(reversed(changes.undo_all(list(written))))
+        try:
+            outcome = self.restarter.run(list(again))
+        except RestartError as exc:
+            outcome = exc.msg
+        result.update(self.restarter.result)
+        result['put_back'] = dict(restored=restored, outcome=outcome)
+        result['files_restored'] = restored
+        problem = rollback_message(restored, outcome)
+        if problem:
+            raise RestartFailure(problem, result)
         return result
 
     def restore(self, written, planned, result, failure):

@@ -1,6 +1,8 @@
 """plugins/module_utils/systemd/restarts.py: the order of the owed restarts, the check after a unit
 restart, the stop at the first failed unit and the wait for dockerd, against a recorded
 command runner (the Molecule scenarios run them on real systemd and dockerd)."""
+import os
+
 import pytest
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import restarts
@@ -355,3 +357,105 @@ def test_written_files_go_back_from_their_backups(tmp_path):
         tmp_path / 'd.conf', tmp_path / 'gone~'),
         '%s (NOT restored: no backup of it was made)' % (tmp_path / 'c.conf')]
     assert restored[2:] == [str(created), str(changed)]
+
+
+# --- the rollback of a failed verification (issue 40 item 6) ---------------------------------
+
+ACTIONS = dict(reexec=True, daemon_reload=True, units=['slurmd.service', 'train.service'],
+               user_managers=['user@0.service', 'user@1001.service'], docker=True,
+               deferred=[dict(unit='train.service', reason='1 process in its cgroup'),
+                         dict(unit='user@1001.service', reason='running user services')])
+DONE = ['systemctl daemon-reexec', 'systemctl daemon-reload', 'restart slurmd.service',
+        'restart user@0.service', 'restart docker.service', 'wait for dockerd to answer']
+
+
+def test_done_steps_are_what_the_profile_call_did_never_what_the_policy_deferred():
+    assert restarts.done_steps(ACTIONS, dict(done=DONE)) == [
+        ('reexec', None), ('daemon_reload', None), ('unit', 'slurmd.service'),
+        ('user_managers', 'user@0.service'), ('docker', 'docker.service'),
+        ('docker_wait', 'docker.service')]
+    # a call that restarted nothing (no `restarted`: no restart option; or nothing owed)
+    assert restarts.done_steps(ACTIONS, None) == []
+    assert restarts.done_steps({}, dict(done=[])) == []
+    # the engine stops at the first failure: `done` is always the start of the steps
+    assert restarts.done_steps(ACTIONS, dict(done=DONE[:2])) == [('reexec', None),
+                                                                ('daemon_reload', None)]
+
+
+def test_done_steps_guess_nothing_from_a_record_that_is_not_one_calls():
+    for done in (['restart train.service'], DONE[1:], DONE + ['restart sshd.service']):
+        with pytest.raises(restarts.RestartError, match='not the result of one limits_profile'):
+            restarts.done_steps(ACTIONS, dict(done=done))
+
+
+def profile_files(tmp_path):
+    """A limits_profile ``files`` record of real files: a drop-in it changed (its backup holds
+    the earlier text), one it created, one it left alone; in write order."""
+    changed = tmp_path / 'system.conf.d' / '90-gpufleet-tuning.conf'
+    changed.parent.mkdir()
+    changed.write_text('[Manager]\nDefaultLimitNOFILE=12288:12288\n')
+    backup = tmp_path / 'system.conf.d' / '90-gpufleet-tuning.conf.77.2026-12-06@20:00:00~'
+    backup.write_text('[Manager]\nDefaultLimitNOFILE=65536:524288\n')
+    created = tmp_path / 'slurmd.service.d' / '90-gpufleet-tuning.conf'
+    created.parent.mkdir()
+    created.write_text('[Service]\nLimitNOFILE=12288\n')
+    kept = tmp_path / 'daemon.json'
+    kept.write_text('{}\n')
+    files = [dict(context='systemd_system', path=str(changed), changed=True, created=False,
+                  backup_file=str(backup)),
+             dict(context='unit:slurmd.service', path=str(created), changed=True, created=True),
+             dict(context='docker', path=str(kept), changed=False, created=False)]
+    return files, changed, created, kept
+
+
+def test_the_rollback_puts_the_files_back_then_redoes_exactly_what_was_restarted(tmp_path):
+    """A verification failed after the profile call restarted: its changed files go back (from
+    the backup, or removed when it created them; an unchanged one untouched), then what it
+    restarted runs again with them, in its order and with its checks; the unit and the user
+    manager whose restart the policy deferred keep running."""
+    files, changed, created, kept = profile_files(tmp_path)
+    host = Host({('docker', 'info'): [(0, '24.0.7\n', '')]})
+    written = restarts.written_records(files, changed_only=True)
+    result = engine(host).rollback(written, restarts.done_steps(ACTIONS, dict(done=DONE)))
+    assert changed.read_text() == '[Manager]\nDefaultLimitNOFILE=65536:524288\n'
+    assert not created.exists() and kept.read_text() == '{}\n'
+    assert result['put_back']['restored'] == [str(changed), str(created)]
+    assert result['done'] == DONE and result['failed_unit'] == {}
+    assert result['docker_version'] == '24.0.7'
+    restarted = [c for c in host.calls if not c.startswith(('systemctl show', 'docker info'))]
+    assert restarted == ['systemctl daemon-reexec', 'systemctl daemon-reload',
+                         'systemctl restart slurmd.service', 'systemctl restart user@0.service',
+                         'systemctl restart docker.service']
+    assert not [c for c in host.calls if 'train.service' in c or 'user@1001' in c]
+
+
+def test_a_rollback_whose_restart_fails_with_the_restored_files_says_so(tmp_path):
+    files, changed, created, _kept = profile_files(tmp_path)
+    host = Host({('systemctl', 'show', '-p', 'ActiveState', '--value', 'slurmd.service'):
+                 [(0, 'failed\n', '')],
+                 ('journalctl',): [(0, 'slurmd: fatal: bad limits\n', '')]})
+    with pytest.raises(restarts.RestartFailure) as caught:
+        engine(host).rollback(restarts.written_records(files, changed_only=True),
+                              restarts.done_steps(ACTIONS, dict(done=DONE)))
+    # the files are back all the same, and nothing after the failed unit was restarted
+    assert not created.exists() and 'DefaultLimitNOFILE=65536' in changed.read_text()
+    assert caught.value.msg == (
+        'rollback: slurmd.service did NOT start again with the previous files: not active after '
+        '2 s: ActiveState failed, Result success (its journal: slurmd: fatal: bad limits); '
+        'restored: %s, %s.' % (changed, created))
+    assert caught.value.result['done'] == ['systemctl daemon-reexec', 'systemctl daemon-reload']
+    assert not [c for c in host.calls if 'docker' in c or 'user@' in c]
+
+
+def test_a_rollback_that_cannot_put_a_file_back_restarts_the_rest_and_fails(tmp_path):
+    files, changed, _created, _kept = profile_files(tmp_path)
+    os_backup = files[0]['backup_file']
+    os.unlink(os_backup)
+    host = Host()
+    with pytest.raises(restarts.RestartFailure) as caught:
+        engine(host).rollback(restarts.written_records(files, changed_only=True),
+                              [('daemon_reload', None)])
+    assert caught.value.msg.startswith(
+        'rollback: not every file this run changed could be put back: %s (NOT restored: its '
+        'backup %s is gone); restored: ' % (changed, os_backup))
+    assert caught.value.result['done'] == ['systemctl daemon-reload']

@@ -70,3 +70,57 @@ def test_a_probe_request_that_cannot_run_is_refused_before_any_restart(tmp_path)
         result = run_module(tmp_path, dict(reexec=True, verify=verify))
         assert result['failed'] is True and result['msg'].startswith(expected), result
         assert result['done'] == [] and 'verified' not in result
+
+
+# --- rollback: one limits_profile call put back (issue 40 item 6) -----------------------------
+
+def profile_result(tmp_path, done=()):
+    """A limits_profile result with real files: a drop-in it changed (the backup holds the
+    earlier text) and one it created; it owed a daemon-reload and a unit whose restart the
+    policy deferred."""
+    changed, backup = tmp_path / 'a.conf', tmp_path / 'a.conf.9.2026-12-06@20:00:00~'
+    changed.write_text('new\n')
+    backup.write_text('old\n')
+    created = tmp_path / 'b.conf'
+    created.write_text('created\n')
+    return dict(changed=True, invocation={'module_args': {}}, files=[
+        dict(context='systemd_system', path=str(changed), changed=True, backup_file=str(backup)),
+        dict(context='unit:slurmd.service', path=str(created), changed=True, created=True)],
+        actions=dict(daemon_reload=True, units=['slurmd.service'],
+                     deferred=[dict(unit='slurmd.service', reason='1 process')]),
+        restarted=dict(done=list(done))), changed, created
+
+
+def test_rollback_in_check_mode_says_what_it_would_put_back_and_redo(tmp_path):
+    applied, changed, created = profile_result(tmp_path, ['systemctl daemon-reload'])
+    result = run_module(tmp_path, dict(rollback=applied), check=True, diff=True)
+    assert result['changed'] is True and result.get('failed') is not True, result
+    # the last written first, then the reload that call did; never the deferred unit
+    assert result['diff']['after'] == 'put back %s\nput back %s\nsystemctl daemon-reload\n' % (
+        created, changed)
+    assert changed.read_text() == 'new\n' and created.exists()
+
+
+def test_rollback_puts_back_the_files_of_a_call_that_restarted_nothing(tmp_path):
+    # nothing was restarted (the call's only change owed none the policy allowed): nothing runs
+    # on this machine, the files go back
+    applied, changed, created = profile_result(tmp_path)
+    result = run_module(tmp_path, dict(rollback=applied))
+    assert result.get('failed') is not True, result
+    assert result['changed'] is True and result['done'] == []
+    assert result['put_back']['restored'] == [str(changed), str(created)]
+    assert changed.read_text() == 'old\n' and not created.exists()
+
+
+def test_rollback_refuses_a_record_that_is_not_one_calls_and_other_steps(tmp_path):
+    applied, changed, created = profile_result(tmp_path, ['restart slurmd.service'])
+    result = run_module(tmp_path, dict(rollback=applied))
+    assert result['failed'] is True and result['msg'].startswith('rollback: restarted.done'), result
+    assert changed.read_text() == 'new\n' and created.exists()
+    applied['restarted']['done'] = []
+    result = run_module(tmp_path, dict(rollback=applied, units=['slurmd.service']))
+    assert result['failed'] is True and result['msg'] == (
+        'rollback: give it alone, not with units (nothing put back or restarted)'), result
+    result = run_module(tmp_path, dict(rollback=dict(applied, files='a.conf')))
+    assert result['failed'] is True and result['msg'].startswith('rollback.files: a list'), result
+    assert changed.read_text() == 'new\n' and created.exists()
