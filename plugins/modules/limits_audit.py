@@ -287,6 +287,28 @@ problems:
             msg: "/etc/systemd/system/docker.service.d/override.conf:3 passes --default-ulimit to
                   dockerd and /etc/docker/daemon.json sets \"default-ulimits\": dockerd would refuse
                   to start at its next restart (remove the flag or the key)"}]
+findings:
+  description:
+    - The one evaluation every report renders (docs/audit.md, "One finding, one verdict") - one
+      finding per probed context and item, kernel ceiling (context C(kernel)) and, with a
+      C(core) in the profile, where cores go. C(status) is C(ok), C(gap), C(pending) (a file sets
+      enough, what applies it has not run), C(unverified) (the probe could not start now),
+      C(not_covered), C(probe_error) or C(node_broken) (no session opens there).
+    - C(places) is what decides each side (C(soft), C(hard), or C(value)) as C({path, line}),
+      from that side's own evidence; C(place) the first short side's; C(advice) C({action, path,
+      line}) what, acted on, changes the value; C(cause) and C(msg) the texts.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{context: login, item: nofile, kind: rlimit, status: gap, expected: '16384:16384',
+            actual: '1024:1048576', short: [soft],
+            places: {soft: {path: /etc/security/limits.d/80-site.conf, line: 3}},
+            place: {path: /etc/security/limits.d/80-site.conf, line: 3},
+            cause: /etc/security/limits.d/80-site.conf:3, how: probed,
+            advice: {action: 'raise or remove /etc/security/limits.d/80-site.conf:3 (it sets
+                     1024:1048576); limits_profile does not edit files it does not own',
+                     path: /etc/security/limits.d/80-site.conf, line: 3},
+            msg: 'login nofile: 1024:1048576, the profile wants 16384:16384 (soft short)'}]
 proofs:
   description:
     - The proof of this call's Docker probe, for the controller to keep and pass back as

@@ -225,7 +225,7 @@ class Context(object):
         (the audit's and the drift watch's ``problems``)."""
         return []
 
-    def pending(self, report, host):
+    def not_applied(self, report, host):
         """{(probed context, item): action} for the values its files set that a running
         process has not taken yet, said only with evidence (the audit's ``owed``)."""
         return {}

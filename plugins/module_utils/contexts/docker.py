@@ -251,7 +251,7 @@ class Docker(Context):
         return [dict(source=c['source'], msg=c['msg'], state=c['state'])
                 for c in (report or {}).get('flag_conflicts') or []]
 
-    def pending(self, report, host):
+    def not_applied(self, report, host):
         """dockerd started before daemon.json last changed: every item waits for its restart."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             limits_model as model)

@@ -154,7 +154,7 @@ class SystemdSystem(Manager):
     def configured(self, report):
         return (report or {}).get('manager', {}).get('configured') or {}
 
-    def pending(self, report, host):
+    def not_applied(self, report, host):
         """systemd's own word: the manager, or a unit it runs, reports other values than its
         files (systemctl show); a unit's under its probed name (``unit:NAME``)."""
         found = {}

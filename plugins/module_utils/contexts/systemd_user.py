@@ -75,7 +75,7 @@ class SystemdUser(Manager):
         report['manager_unit_caps'] = caps
         return report, list(warnings) + [c['reason'] for c in caps]
 
-    def pending(self, report, host):
+    def not_applied(self, report, host):
         """The user manager reports other values than user.conf (systemctl --user show)."""
         found = {}
         for entry in (report or {}).get('pending') or []:

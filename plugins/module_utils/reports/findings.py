@@ -45,6 +45,8 @@ KINDS = ('rlimit', 'pids', 'sysctl', 'core', 'shm')
 #: the item of a finding about a whole context where the profile's items are not known (a
 #: result that names none)
 ALL = '(all)'
+#: a kernel row whose file sets another value than the kernel has (reports/kernel_ceilings.py)
+NOT_APPLIED = 'configured_not_applied'
 #: the context name of the node-wide findings (kernel ceilings, where cores go)
 KERNEL = 'kernel'
 
@@ -272,7 +274,7 @@ def kernel_findings(rows):
             status = PROBE_ERROR
         elif not row.get('gap'):
             status = OK
-        elif (row.get('state') == 'not_applied' and not row.get('read_only')
+        elif (row.get('state') == NOT_APPLIED and not row.get('read_only')
               and row.get('configured') is not None and row['configured'] >= row['minimum']):
             status = PENDING
         else:

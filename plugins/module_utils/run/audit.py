@@ -205,12 +205,12 @@ def advice_at(context, configured, actual=None, blocked=None, pending=None,
 
 def pending_actions(reports, host):
     """{(context, item): action} for the values a file sets and a running process has not
-    taken yet, with evidence: each record's own word (Context.pending: systemd's systemctl
+    taken yet, with evidence: each record's own word (Context.not_applied: systemd's systemctl
     show against its files, dockerd started before daemon.json last changed)."""
     found = {}
     for record in registry.REGISTRY:
         if record.probe is not None and record.probe in reports:
-            for key, action in record.pending(reports.get(record.probe), host).items():
+            for key, action in record.not_applied(reports.get(record.probe), host).items():
                 found.setdefault(key, action)
     return found
 

@@ -52,3 +52,16 @@ def test_effective_reports_a_busy_probe_with_its_detail(monkeypatch):
     assert result['errors'] == [dict(context='slurm_job', kind='busy', node='gpu2', waited_s=5.0,
                                      configured={}, msg='pending: node gpu2 runs jobs')]
     assert result['gaps'] == []
+
+
+def test_every_record_answers_the_audit_s_not_applied_question():
+    # issue 40: a hook the audit calls on every record must have one signature on all of them
+    # (a record's own method of the same name once crashed limits_audit on a real node)
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+
+    class NoHost(object):
+        def run_command(self, *_args, **_kwargs):
+            return 1, '', 'no host here'
+    reports = dict((r.probe, {}) for r in registry.REGISTRY if r.probe)
+    found = audit.pending_actions(reports, NoHost())
+    assert isinstance(found, dict)

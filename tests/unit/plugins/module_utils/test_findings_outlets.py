@@ -258,3 +258,22 @@ def test_docs_audit_md_prints_the_table():
     with open(os.path.join(ROOT, 'docs', 'audit.md')) as handle:
         doc = handle.read()
     assert out in doc, 'docs/audit.md is stale: run python3 scripts/outlet_table.py --write'
+
+
+@pytest.mark.parametrize('state, read_only, configured, status', [
+    ('below', False, None, findings.GAP),
+    # a sysctl.d file sets enough, not applied yet: systemd-sysctl applies it
+    (findings.NOT_APPLIED, False, 1048576, findings.PENDING),
+    # read-only /proc/sys (a container): the host decides, a gap here
+    (findings.NOT_APPLIED, True, 1048576, findings.GAP),
+    # a file that sets too little is a gap whatever applies it
+    (findings.NOT_APPLIED, False, 70000, findings.GAP),
+])
+def test_a_kernel_ceiling_s_status_says_what_applies_it(state, read_only, configured, status):
+    row = dict(name='vm.max_map_count', live=65530, configured=configured, minimum=1048576,
+               gap=1048576 - 65530, state=state, read_only=read_only, reason='x',
+               source=SYSCTL + ':2' if configured else None)
+    [found] = findings.kernel_findings([row])
+    assert found['status'] == status
+    if configured:
+        assert found['place'] == {'path': SYSCTL, 'line': 2}
