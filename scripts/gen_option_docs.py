@@ -97,7 +97,11 @@ def paragraph(text, indent):
                           subsequent_indent=' ' * (indent + 2), break_long_words=False,
                           break_on_hyphens=False)
     rendered = '\n'.join(lines) + '\n'
-    if yaml.safe_load(rendered) != [text]:  # not a plain scalar: quote it
+    try:
+        plain = yaml.safe_load(rendered) == [text]
+    except yaml.YAMLError:  # a wrapped line that YAML reads as a key (``(C(x)) or: ...``)
+        plain = False
+    if not plain:  # not a plain scalar: quote it
         rendered = lead + json.dumps(text) + '\n'
     return rendered
 
