@@ -64,10 +64,10 @@ options:
   contexts:
     description:
       - The contexts to probe. C(docker) needs O(docker_image); C(k8s_pod) needs O(pod_image);
-        C(podman) needs O(podman_image).
+        C(podman) needs O(podman_image); C(enroot) needs O(enroot_image).
     type: list
     elements: str
-    choices: [login, ssh, service, user_manager, docker, k8s_pod, podman, slurm_job]
+    choices: [login, ssh, service, user_manager, docker, k8s_pod, podman, enroot, slurm_job]
     default: [login, service]
   run_options:
     description:

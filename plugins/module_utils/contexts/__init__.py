@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import co
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd_cri
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import crio
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import enroot
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
@@ -37,6 +38,7 @@ REGISTRY = (
     containerd.CONTEXT,
     containerd_cri.CONTEXT,
     podman.CONTEXT,
+    enroot.CONTEXT,
     slurm.CONTEXT,
     crio.CONTEXT,
 )
