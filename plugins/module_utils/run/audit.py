@@ -277,8 +277,8 @@ def add_predicted(probed, reports, contexts):
 
 def audit(host, params):
     """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
-    the contexts' probe options (by name or in probe_options), timeout, probe_max_age (seconds a container probe's proof may
-    be reused: 0 never), probe_proofs (the proofs an earlier audit returned, {context: proof},
+    the contexts' probe options (by name or in probe_options), timeout, probe_max_age
+    (seconds a container probe's proof may be reused: 0 never), probe_proofs (the proofs an earlier audit returned, {context: proof},
     kept by the controller; module_utils/host/proofs.py), job (optional: the training job's
     shape, :mod:`audit_job`) and probe_only (optional: the contexts to probe; the others
     present are predicted where their record can, run/slurm_health.py). The result's ``proofs`` are the proofs of this audit's probes,
