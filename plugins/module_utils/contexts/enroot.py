@@ -20,7 +20,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 
 IMAGE = Option(
     'enroot_image', 'str', description=(
-        'The container of the C(enroot) probe: the name of an enroot container of the probe '
+        'The container of the C(enroot) probe, the name of an enroot container of the probe '
         'user (C(enroot create)) or the path of a squashfs image; a login session of the user '
         'runs C(enroot start IMAGE cat /proc/self/limits). Without it there is no C(enroot) '
         'probe.',),
