@@ -12,7 +12,9 @@ where Ansible needs it as static YAML:
 - plugins/doc_fragments/options.py, the groups' documentation (documented once for the modules
   that take them), whole;
 - the limits role's variables that pass such an option through (an option's ``role``), between
-  the markers of roles/limits/meta/argument_specs.yml.
+  the markers of roles/limits/meta/argument_specs.yml, and the defaults of those of the
+  contexts' probes (their images, ``limits_verify_probe_options``) between the markers of
+  roles/limits/defaults/main.yml.
 
 Usage: python3 scripts/gen_option_docs.py (or `make docs-gen`) rewrites the files; --check writes
 nothing and exits 1 naming each file that differs. tests/unit/scripts/test_gen_option_docs.py
@@ -37,6 +39,7 @@ END = '# END GENERATED %s'
 #: the modules whose argument_spec is composed (each has OPTIONS)
 MODULES = ('limits_profile', 'effective_limits', 'limits_audit', 'limits_restart')
 ROLE_SPEC = os.path.join('roles', 'limits', 'meta', 'argument_specs.yml')
+ROLE_DEFAULTS = os.path.join('roles', 'limits', 'defaults', 'main.yml')
 FRAGMENT = os.path.join('plugins', 'doc_fragments', 'options.py')
 WIDTH = 100
 
@@ -67,8 +70,14 @@ def role_options():
     registry = package('module_utils.contexts')
     opts = package('module_utils.core.options')
     options = (registry.CONFIGURED_OPTION, opts.RESTART_POLICY) + registry.OPTIONS \
-        + registry.PROBE_OPTIONS
+        + registry.PROBE_OPTIONS + (registry.PROBE_MAP,)
     return [option for option in options if option.role]
+
+
+def probe_role_options():
+    """The limits role's variables of the contexts' probe options, and their mapping."""
+    registry = package('module_utils.contexts')
+    return [option for option in registry.PROBE_OPTIONS + (registry.PROBE_MAP,) if option.role]
 
 
 def scalar(value):
@@ -88,7 +97,11 @@ def paragraph(text, indent):
                           subsequent_indent=' ' * (indent + 2), break_long_words=False,
                           break_on_hyphens=False)
     rendered = '\n'.join(lines) + '\n'
-    if yaml.safe_load(rendered) != [text]:  # not a plain scalar: quote it
+    try:
+        plain = yaml.safe_load(rendered) == [text]
+    except yaml.YAMLError:  # a wrapped line that YAML reads as a key (``(C(x)) or: ...``)
+        plain = False
+    if not plain:  # not a plain scalar: quote it
         rendered = lead + json.dumps(text) + '\n'
     return rendered
 
@@ -167,6 +180,12 @@ def role_block(options):
     return out
 
 
+def defaults_block(options):
+    """The limits role's defaults of the contexts' probe variables (defaults/main.yml)."""
+    return ''.join('%s: %s\n' % (option.role.name, scalar(option.role.default))
+                   for option in options)
+
+
 def replace_block(text, block, indent, where, what='options'):
     """``text`` with what stands between the ``what`` markers (at ``indent``) replaced by
     ``block``."""
@@ -198,6 +217,10 @@ def expected():
     with open(os.path.join(ROOT, ROLE_SPEC)) as handle:
         text = handle.read()
     files[ROLE_SPEC] = (text, replace_block(text, role_block(role_options()), 6, ROLE_SPEC))
+    with open(os.path.join(ROOT, ROLE_DEFAULTS)) as handle:
+        text = handle.read()
+    files[ROLE_DEFAULTS] = (text, replace_block(text, defaults_block(probe_role_options()), 0,
+                                                ROLE_DEFAULTS, 'probe variables'))
     return files
 
 

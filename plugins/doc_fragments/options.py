@@ -33,6 +33,15 @@ options:
       - Seconds each probe may run.
     type: int
     default: 60
+  probe_options:
+    description:
+      - The contexts' probe options as one mapping, option name -> value (C(docker_image),
+        C(pod_image), C(pod_handler), C(cri_client), C(podman_image), C(enroot_image),
+        C(slurm_submit_limits)). Where an option is also given by its own name, that value is used
+        unless it is unset (null, empty or its default). A name that is no probe option, or a value
+        of the wrong type, fails naming C(probe_options.NAME) before anything runs.
+    type: dict
+    default: {}
   docker_image:
     description:
       - The image of the C(docker) probe (a new container runs C(cat /proc/self/limits)), present or
@@ -63,6 +72,12 @@ options:
     description:
       - The image of the C(podman) probe (a new container runs C(cat /proc/self/limits)), present or
         pullable; without it there is no C(podman) probe.
+    type: str
+  enroot_image:
+    description:
+      - The container of the C(enroot) probe, the name of an enroot container of the probe user
+        (C(enroot create)) or the path of a squashfs image; a login session of the user runs
+        C(enroot start IMAGE cat /proc/self/limits). Without it there is no C(enroot) probe.
     type: str
   slurm_submit_limits:
     description:

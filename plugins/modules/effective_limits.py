@@ -64,10 +64,10 @@ options:
   contexts:
     description:
       - The contexts to probe. C(docker) needs O(docker_image); C(k8s_pod) needs O(pod_image);
-        C(podman) needs O(podman_image).
+        C(podman) needs O(podman_image); C(enroot) needs O(enroot_image).
     type: list
     elements: str
-    choices: [login, ssh, service, user_manager, docker, k8s_pod, podman, slurm_job]
+    choices: [login, ssh, service, user_manager, docker, k8s_pod, podman, enroot, slurm_job]
     default: [login, service]
   run_options:
     description:
@@ -166,7 +166,6 @@ table:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import effective
 
 # The options declared elsewhere (the contexts' choices and their probes' options, those
@@ -176,10 +175,9 @@ OPTIONS = effective.OPTIONS
 
 
 def main():
+    # an image may come by its own name or in probe_options: effective.checked() requires it
     module = AnsibleModule(
         argument_spec=effective.argument_spec(),
-        required_if=[('contexts', context.probe, (context.image_option,))
-                     for context in registry.REGISTRY if context.image_option],
         supports_check_mode=True,
     )
     try:

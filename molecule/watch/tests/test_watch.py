@@ -33,7 +33,8 @@ def test_watch_installed_and_timer_running(host):
     # the profile the limits role applied (its variables are the watch's defaults)
     assert config['profile'] == {'nofile': 16384, 'nproc': 8192, 'memlock': '8MiB'}
     assert config['units'] == ['gpufleet-sleeper.service']
-    assert config['docker_image'] == 'tiny:latest'
+    # the contexts' probe options, one mapping (the probe_options lookup): the image only
+    assert config['probe_options'] == {'docker_image': 'tiny:latest'}
     assert config['sysctl'] == {'vm.max_map_count': 65530, 'fs.inotify.max_user_instances': 128}
 
 

@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import co
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd_cri
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import crio
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import docker
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import enroot
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm
@@ -37,6 +38,7 @@ REGISTRY = (
     containerd.CONTEXT,
     containerd_cri.CONTEXT,
     podman.CONTEXT,
+    enroot.CONTEXT,
     slurm.CONTEXT,
     crio.CONTEXT,
 )
@@ -56,6 +58,23 @@ UNIT_PREFIX = units.PREFIX
 OPTIONS = tuple(option for c in REGISTRY for option in c.configured_options())
 #: the options of effective_limits and limits_audit that the contexts' probes own (images, ...)
 PROBE_OPTIONS = tuple(option for c in REGISTRY for option in c.probed_options())
+
+#: the same options as one mapping (effective_limits' and limits_audit's ``probe_options``,
+#: limits_restart's and limits_profile's ``verify.probe_options``, the limits role's
+#: ``limits_verify_probe_options``): what the role, the playbooks, the audit and the watch pass
+#: through without naming a context's option (run/effective.py with_probe_options)
+PROBE_MAP = Option(
+    'probe_options', 'dict', default={}, description=(
+        "The contexts' probe options as one mapping, option name -> value (%s). Where an "
+        'option is also given by its own name, that value is used unless it is unset (null, '
+        'empty or its default). A name that is no probe option, or a value of the wrong type, '
+        'fails naming C(probe_options.NAME) before anything runs.'
+        % ', '.join('C(%s)' % o.name for o in PROBE_OPTIONS),),
+    role=RoleVar('limits_verify_probe_options', default={}, description=(
+        "The contexts' probe options as one mapping, option name -> value (%s). Each is also "
+        'read from the variable C(limits_verify_NAME) where that is set and not empty (for '
+        'example C(limits_verify_docker_image)), which wins over this mapping.'
+        % ', '.join('C(%s)' % o.name for o in PROBE_OPTIONS),)))
 
 #: limits_profile's ``contexts`` (and the limits role's ``limits_contexts``)
 CONFIGURED_OPTION = Option(

@@ -293,8 +293,8 @@ def add_predicted(probed, reports, contexts):
 
 def audit(host, params):
     """The limits_audit result. ``host``: the AnsibleModule. params: profile, user, units,
-    docker_image, podman_image, timeout, probe_max_age (seconds a container probe's proof may
-    be reused: 0 never), probe_proofs (the proofs an earlier audit returned, {context: proof},
+    the contexts' probe options (by name or in probe_options), timeout, probe_max_age
+    (seconds a container probe's proof may be reused: 0 never), probe_proofs (the proofs an earlier audit returned, {context: proof},
     kept by the controller; module_utils/host/proofs.py), job (optional: the training job's
     shape, :mod:`audit_job`) and probe_only (optional: the contexts to probe; the others
     present are predicted where their record can, run/slurm_health.py). The result's ``proofs`` are the proofs of this audit's probes,
@@ -302,6 +302,11 @@ def audit(host, params):
     user = params['user']
     result = dict(changed=False, contexts={}, errors=[], gaps=[], rows=[], table='',
                   pam_invalid=[], systemd_pending=[], present=[], unwritable=[], problems=[], proofs={})
+    try:
+        # the contexts' probe options, by name or in probe_options: the records read them
+        params = effective.with_probe_options(params)
+    except effective.ProbeFailure as exc:
+        raise AuditError(exc.msg, result)
     try:
         # pids is the cgroup pids.max, no rlimit: audited apart (run/pids_audit.py)
         profile, pids_value = pids_audit.split(params['profile'])
@@ -350,12 +355,11 @@ def audit(host, params):
     except info.InfoError as exc:
         raise AuditError(exc.msg, result)
     try:
+        # every context's probe options, as the registry declares them (never by name)
+        request = dict((option.name, params.get(option.name))
+                       for option in registry.PROBE_OPTIONS)
         probed = effective.probe(host, dict(
-            contexts=contexts, user=user, docker_image=params['docker_image'],
-            podman_image=params['podman_image'], pod_image=params.get('pod_image'),
-            pod_handler=params.get('pod_handler'), cri_client=params.get('cri_client'),
-            slurm_submit_limits=params.get('slurm_submit_limits'),
-            run_options=[], units=params['units'],
+            request, contexts=contexts, user=user, run_options=[], units=params['units'],
             expect=profile, baseline=None, timeout=params['timeout'],
             probe_max_age=params.get('probe_max_age') or 0,
             probe_proofs=params.get('probe_proofs') or {}, prove=True, nonroot=True))

@@ -102,10 +102,27 @@ def audit_failure_types():
     return (audit.AuditError,)
 
 
+def probe_options(data, path):
+    """The contexts' probe options of the profile file (``probe_options``, one mapping, as
+    the limits_watch role writes it; the images an earlier role wrote at the top level, by the
+    registry's names, under it), empty values left out: the audit reads them
+    (effective.with_probe_options), so that no option is named here."""
+    found = data.get('probe_options')
+    found = {} if found is None else found
+    if not isinstance(found, dict):
+        raise ProfileError('profile_invalid', '%s: probe_options must be an object of probe '
+                           'option name to value' % path)
+    from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+    merged = dict((option.name, data[option.name]) for option in registry.PROBE_OPTIONS
+                  if data.get(option.name) not in (None, ''))
+    merged.update((name, value) for name, value in found.items() if value not in (None, ''))
+    return merged
+
+
 def read_profile(path):
-    """The audit parameters from the profile file: profile, user, units, docker_image,
-    podman_image, timeout (and no reuse of an earlier probe: probe_max_age 0). ProfileError
-    when the file is missing or not a valid profile."""
+    """The audit parameters from the profile file: profile, user, units, probe_options,
+    timeout (and no reuse of an earlier probe: probe_max_age 0). ProfileError when the file is
+    missing or not a valid profile."""
     try:
         with open(path, 'rb') as handle:
             raw = handle.read()
@@ -131,8 +148,7 @@ def read_profile(path):
     except model.LimitError as exc:
         raise ProfileError('profile_invalid', str(exc))
     params = dict(profile=data['profile'], user=data.get('user') or 'root',
-                  units=data.get('units') or [], docker_image=data.get('docker_image') or None,
-                  podman_image=data.get('podman_image') or None,
+                  units=data.get('units') or [], probe_options=probe_options(data, path),
                   timeout=data.get('probe_timeout') or 60,
                   # the watch probes afresh every time: no proof of an earlier probe is kept on
                   # the node or passed in (limits_audit is read-only; issue 31 item 20)

@@ -70,8 +70,8 @@ def gaps(expected, observed):
 
 def ordered(contexts):
     """Context names in report order: the known ones first, then units by name."""
-    known = [c for c in CONTEXTS if c in contexts]
-    return known + sorted(c for c in contexts if c not in CONTEXTS)
+    known = [c for c in registry.PROBED if c in contexts]
+    return known + sorted(c for c in contexts if c not in registry.PROBED)
 
 
 class Prober(object):
@@ -243,13 +243,17 @@ def run_probes(calls, parallel=True):
 #: probes' options from the registry, those limits_audit shares): composed, and documented by
 #: scripts/gen_option_docs.py
 #: the probes' options limits_audit takes too (documented once, a doc fragment)
-PROBES = opts.Group('PROBES', opts.PROBE_COMMON + registry.PROBE_OPTIONS)
+PROBES = opts.Group('PROBES', opts.PROBE_COMMON + (registry.PROBE_MAP,) + registry.PROBE_OPTIONS)
 OPTIONS = (registry.PROBED_OPTION, opts.RUN_OPTIONS, PROBES)
 
 
 def argument_spec():
-    """effective_limits' options (also limits_restart's ``verify``)."""
+    """effective_limits' options (also limits_restart's ``verify``), with the registry's
+    probed contexts and probe options as they are now (a record registered after import)."""
     spec = opts.spec(OPTIONS)
+    spec['contexts']['choices'] = list(registry.PROBED)
+    for option in registry.PROBE_OPTIONS:
+        spec.setdefault(option.name, option.spec())
     spec.update(
         expect=dict(type='dict'),
         baseline=dict(type='dict'),
@@ -267,10 +271,72 @@ def validated(params, field):
     if outcome.error_messages:
         raise ProbeFailure('%s: %s' % (field, '; '.join(outcome.error_messages)), {})
     try:
-        checked(outcome.validated_parameters)
+        params = with_probe_options(outcome.validated_parameters)
+        checked(params)
     except ProbeFailure as exc:
         raise ProbeFailure('%s.%s' % (field, exc.msg), {})
-    return outcome.validated_parameters
+    return params
+
+
+#: the Python types of the option types a probe option may have (checked without Ansible: the
+#: drift watch runs the audit with the standard library only)
+PROBE_OPTION_TYPES = {'str': str, 'path': str, 'list': list, 'dict': dict, 'int': int,
+                      'bool': bool}
+
+
+def probe_option_value(option, value):
+    """``value`` of ``option`` from ``probe_options``, checked as its own option is (type,
+    elements, choices), or a ProbeFailure naming ``probe_options.NAME``."""
+    field = 'probe_options.%s' % option.name
+    wanted = PROBE_OPTION_TYPES.get(option.type)
+    if wanted is None or not isinstance(value, wanted) or (
+            wanted is int and isinstance(value, bool)):
+        raise ProbeFailure('%s: must be a %s, not %r' % (field, option.type, value), {})
+    if option.type == 'list' and option.elements:
+        element = PROBE_OPTION_TYPES.get(option.elements)
+        for index, item in enumerate(value):
+            if element is None or not isinstance(item, element):
+                raise ProbeFailure('%s[%d]: must be a %s, not %r'
+                                   % (field, index, option.elements, item), {})
+    if option.choices is not None and value not in option.choices:
+        raise ProbeFailure('%s: %r is none of %s' % (field, value, ', '.join(
+            str(choice) for choice in option.choices)), {})
+    return value
+
+
+def unset(option, value):
+    """Is ``value`` of a probe option ``option`` unset (null, empty or its default)?"""
+    return value is None or value == '' or value == option.default
+
+
+def with_probe_options(params):
+    """``params`` (a new dict) with every probe option of the registry's records
+    (contexts.PROBE_OPTIONS, read now) filled in: its own option where set (:func:`unset`),
+    else its entry in ``probe_options`` (converted and checked as its own option is), else
+    null or its default. The one place the mapping is read: effective_limits, limits_audit,
+    limits_restart's and limits_profile's ``verify`` and the drift watch pass the contexts'
+    options as that mapping, never by name. ProbeFailure names ``probe_options.NAME`` for a
+    name no record owns or a value of the wrong type."""
+    mapping = params.get('probe_options') or {}
+    if not isinstance(mapping, dict):
+        raise ProbeFailure('probe_options: must be a mapping of probe option name to value, '
+                           'not %s' % type(mapping).__name__, {})
+    known = registry.PROBE_OPTIONS
+    names = [option.name for option in known]
+    for name in sorted(mapping, key=str):
+        if name not in names:
+            raise ProbeFailure('probe_options.%s: no context has this probe option (%s)'
+                               % (name, ', '.join(names)), {})
+    given = dict((option.name, probe_option_value(option, mapping[option.name]))
+                 for option in known if mapping.get(option.name) is not None)
+    merged = dict(params)
+    for option in known:
+        own = params.get(option.name)
+        if unset(option, own) and option.name in given:
+            merged[option.name] = given[option.name]
+        elif own is None:
+            merged[option.name] = option.spec().get('default')
+    return merged
 
 
 def checked(params):
@@ -306,12 +372,14 @@ def checked(params):
 
 def probe(host, params):
     """effective_limits' result: probes each context in a new process. ``host``: the
-    AnsibleModule (run_command, get_bin_path). params: contexts, user, docker_image,
-    podman_image, run_options, units, expect, baseline, timeout and parallel (run the probes
+    AnsibleModule (run_command, get_bin_path). params: contexts, user, the contexts' probe
+    options (by name or in probe_options: with_probe_options; a name left out is unset),
+    run_options, units, expect, baseline, timeout and parallel (run the probes
     at the same time; default true)."""
     result = dict(changed=False, contexts={}, errors=[], gaps=[], regressions=[], table='',
                   ceilings=dict((name, host_limits.sysctl(name)) for name in CEILINGS))
     try:
+        params = with_probe_options(params)
         expected, uid = checked(params)
     except ProbeFailure as exc:
         raise ProbeFailure(exc.msg, result)
@@ -325,7 +393,7 @@ def probe(host, params):
     prober.nonroot = params.get('nonroot', False)
     observed = {}
     plan = []
-    for context in CONTEXTS:
+    for context in registry.PROBED:
         if context not in params['contexts']:
             continue
         record = registry.probed(context)

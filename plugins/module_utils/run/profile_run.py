@@ -58,8 +58,13 @@ def verify_request(module, params, result):
         if key in asked:
             module.fail_json(msg='verify.%s: set by limits_profile from what it writes; leave it '
                              'out (nothing was written)' % key, **result)
+    try:
+        # the images by name or in probe_options (effective.with_probe_options)
+        images = effective.with_probe_options(asked)
+    except effective.ProbeFailure as exc:
+        module.fail_json(msg='verify.%s (nothing was written)' % exc.msg, **result)
     asked.update(
-        contexts=[p['probe'] for p in result['probes'] if not p['image'] or asked.get(p['image'])],
+        contexts=[p['probe'] for p in result['probes'] if not p['image'] or images.get(p['image'])],
         units=result['probe_units'], expect=params['profile'], baseline=None)
     try:
         return effective.validated(asked, 'verify')

@@ -160,7 +160,14 @@ def test_the_role_passes_each_generated_variable_through():
             text += handle.read()
     with open(os.path.join(ROOT, 'roles', 'limits', 'defaults', 'main.yml')) as handle:
         defaults = yaml.safe_load(handle)
+    probe = [option.name for option in gen.package('module_utils.contexts').PROBE_OPTIONS]
     for option in gen.role_options():
         var = option.role
         assert var.name in defaults and defaults[var.name] == var.default, var.name
-        assert text.count(var.name) >= 2, '%s is not passed to the modules' % var.name
+        if option.name in probe:
+            # passed as probe_options by the probe_options lookup, which reads each probe
+            # option from limits_verify_NAME (vars/main.yml __limits_probe_options)
+            assert var.name == 'limits_verify_' + option.name, var.name
+            assert "lookup('gpufleet.tuning.probe_options', 'limits_verify_')" in text
+        else:
+            assert text.count(var.name) >= 2, '%s is not passed to the modules' % var.name

@@ -198,8 +198,20 @@ def test_read_profile(tmp_path):
         'profile': {'nofile': 65536}, 'user': 'trainer', 'units': ['x.service'],
         'docker_image': '', 'podman_image': 'p:1', 'probe_timeout': 30}))
     assert params == dict(profile={'nofile': 65536}, user='trainer', units=['x.service'],
-                          docker_image=None, podman_image='p:1', timeout=30,
+                          probe_options={'podman_image': 'p:1'}, timeout=30,
                           probe_max_age=0, probe_proofs={}, sysctl={})
+
+
+def test_read_profile_takes_the_probe_options_as_one_mapping(tmp_path):
+    # what the limits_watch role writes: the contexts' probe options in one mapping, passed
+    # through to the audit unread (a top-level image of an earlier role's file under it)
+    params = dw.read_profile(write_profile(tmp_path, {
+        'profile': {'nofile': 65536}, 'docker_image': 'd:1',
+        'probe_options': {'podman_image': 'p:1', 'pod_image': '', 'docker_image': 'd:2'}}))
+    assert params['probe_options'] == {'podman_image': 'p:1', 'docker_image': 'd:2'}
+    with pytest.raises(dw.ProfileError) as caught:
+        dw.read_profile(write_profile(tmp_path, {'profile': {'nofile': 1}, 'probe_options': []}))
+    assert 'probe_options must be an object' in caught.value.msg
 
 
 @pytest.mark.parametrize('content,reason,words', [
@@ -245,8 +257,7 @@ def test_pids_rows_become_pids_max_gap_and_compliance():
     assert not [k for k in got if 'pids' in k and 'nofile' in k]
 
 
-PARAMS = dict(profile={'nofile': 65536}, user='root', units=[], docker_image=None,
-              podman_image=None, timeout=60)
+PARAMS = dict(profile={'nofile': 65536}, user='root', units=[], probe_options={}, timeout=60)
 
 
 def child(code):

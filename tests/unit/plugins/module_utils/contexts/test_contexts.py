@@ -19,7 +19,8 @@ def test_the_two_vocabularies_come_from_the_records():
         'pam', 'systemd_system', 'systemd_user', 'docker', 'containerd', 'containerd_cri', 'podman',
         'slurm', 'crio']
     assert registry.PROBED == effective.CONTEXTS == [
-        'login', 'ssh', 'service', 'user_manager', 'docker', 'k8s_pod', 'podman', 'slurm_job']
+        'login', 'ssh', 'service', 'user_manager', 'docker', 'k8s_pod', 'podman', 'enroot',
+        'slurm_job']
     names = [c.name for c in registry.REGISTRY if c.name]
     probes = [c.probe for c in registry.REGISTRY if c.probe]
     assert len(set(names)) == len(names) and len(set(probes)) == len(probes)
@@ -66,6 +67,7 @@ def test_audit_texts_and_targets_come_from_the_records():
         'docker': 'inherited from containerd',
         'k8s_pod': "containerd's own limits (the handler has no base spec)",
         'podman': "Podman's built-in default",
+        'enroot': "the limits of the session that starts it (enroot keeps the caller's)",
         'slurm_job': 'slurmd.service (the unit file or the manager default)',
     }
     assert audit.UNIT_FALLBACK == 'the unit or manager default'
