@@ -247,8 +247,10 @@ unwritable:
 job_fit:
   description:
     - With O(job), the job's predicted peaks (C(demand)), each probed context's shortfall (C(shortfalls), the soft
-      limit C(have) below the job's C(need) by C(short_by)), the contexts that hold the job (C(fits)) and those that do
-      not (C(short)); C(beyond_kernel) is a sentence when one process needs more descriptors than fs.nr_open.
+      limit C(have) below the job's C(need) by C(short_by); the pids part's thread shortfalls too), the contexts that
+      hold the job (C(fits)), those that do not (C(short), also a context where no session opens) and those whose
+      probe gave nothing to compare (C(unknown)); C(beyond_kernel) is a sentence when one process needs more
+      descriptors than fs.nr_open. Decided from the findings (the job fit's row of the outlet table).
   returned: success, when O(job) is given
   type: dict
   sample:
@@ -257,6 +259,7 @@ job_fit:
     shortfalls: [{context: login, item: nofile, need: 20080, have: 1024, short_by: 19056}]
     fits: [service]
     short: [login]
+    unknown: []
     beyond_kernel: null
 pids:
   description:
