@@ -13,6 +13,7 @@ import os
 import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import (
     docker_daemon_json as dj)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import dockerd_config
@@ -81,7 +82,6 @@ def docker_busy(running):
 
 def model_limit(entry):
     """A {soft, hard} result entry as a Limit."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
     return model.Limit(entry['soft'], entry['hard'])
 
 
@@ -253,8 +253,6 @@ class Docker(Context):
 
     def not_applied(self, report, host):
         """dockerd started before daemon.json last changed: every item waits for its restart."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
-            limits_model as model)
         if report is None or not docker_pending(host, DAEMON_JSON):
             return {}
         return dict(((self.probe, item), 'restarting docker.service (dockerd started before '
@@ -269,8 +267,6 @@ class Docker(Context):
         as the key does (both at once stop dockerd: problems())."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
             container_limits as ctl)
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
-            limits_model as model)
         found = dict((report or {}).get('config', {}).get('default_ulimits') or {})
         for flag in (report or {}).get('unit_flags') or []:
             if flag.get('key') != dj.ULIMITS_KEY:

@@ -10,6 +10,8 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_stack
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option
 
@@ -67,8 +69,6 @@ class Pam(Context):
     def current(self, label, request, host):
         """What a new login gets now, the highest of the profile's domains (each side as
         :meth:`domain_current` has it)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
-            limits_model as model)
         found = {}
         for now in (self.domain_current(request, host) or {}).values():
             for name, (limit, source) in now.items():
@@ -92,8 +92,6 @@ class Pam(Context):
         ``su -``/``runuser -l`` from this process (its own limits; su and runuser start soft
         nofile at 1024, seen here, so its soft nofile does not count). Groups and uid ranges
         are left out (unknown). None when the files cannot be read (the plan names them)."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
-            limits_model as model)
         from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import (
             pam_limits_conf as conf)
         names = list(request.limits)
@@ -138,8 +136,6 @@ class Pam(Context):
         collection's line is what holds the value against an earlier line (a package's
         limits.d file) that would give less. Domains left out (groups, ranges) get the profile
         as asked. What was kept or lowered is in ``kept['pam']``."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
-            limits_model as model)
         now = self.domain_current(request, host) or {}
         result, records = {}, []
         for domain, current in now.items():
@@ -191,7 +187,7 @@ class Pam(Context):
             return dict((item, dict(soft=None, hard=None, why=why, soft_place=at, hard_place=at,
                                     fix=fix))
                         for item in sorted(set(report.get('effective') or {}) | set(
-                            model_items())))
+                            model.RLIMIT_ITEMS)))
         return report.get('effective') or {}
 
 
@@ -199,16 +195,10 @@ class Pam(Context):
 LOGIN_SERVICE = 'runuser-l'
 
 
-def model_items():
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model
-    return limits_model.RLIMIT_ITEMS
-
-
 def login_stack(service=LOGIN_SERVICE, dirs=None):
     """Whether the login probe's PAM service runs pam_limits: {service, pam_file,
     pam_limits (file:line of its session line, includes followed, or None), conf (its
     ``conf=``, or None), commented}; None where the service has no PAM file."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.pam import pam_stack
     args = {} if dirs is None else {'dirs': dirs}
     path = pam_stack.pam_file(service, **args)
     if not os.path.exists(path):
@@ -274,8 +264,6 @@ def inherited(request, host, names):
     process's own (``su -``, ``runuser -l`` from here; not soft
     nofile, which they start at 1024; without systemd no login service starts from PID 1's
     soft nofile either)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import (
-        limits_model as model)
     from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
     from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_system
     from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (

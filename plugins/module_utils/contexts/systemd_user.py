@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
@@ -108,7 +109,6 @@ def wanted_by(configured, profile):
     (``configured``), raised to the profile's rlimit items (as the user wrote them; an item
     that is not an rlimit, pids, or a value that cannot be read is left to the audit's own
     checks)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
     wanted = dict(configured or {})
     for name, value in sorted((profile or {}).items()):
         if name not in model.RLIMIT_ITEMS:
@@ -128,7 +128,6 @@ def wanted_by(configured, profile):
 
 
 def _above(value, top):
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
     return model.exceeds(value, top)
 
 
@@ -137,7 +136,6 @@ def manager_unit_caps(wanted, root=''):
     below what ``wanted`` ({item: {soft, hard}} for user services) asks: a user manager runs
     with them, and no user service gets more than its manager's hard limit, whatever
     user.conf says. [{item, path, line, value, reason}]."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
     from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_conf
     from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_precedence
     try:
