@@ -12,12 +12,16 @@ same engine (systemd/restarts.py), all or nothing:
 * ``podman``: ``pids_limit`` in its containers.conf drop-in;
 * Docker (no daemon-wide default), CRI-O and the kubelet: not written (docs/limit-model.md).
 
+Which context carries which is its record's (Context.kinds, pids_dropin, pids_user_slice,
+pids_post); this module names none.
+
 Private to the collection."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import cgroups
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
@@ -25,9 +29,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pid
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 
 SLICE_LABEL = registry.UNIT_PREFIX + pids_plan.USER_SLICE
-#: Podman's own pids_limit where no containers.conf sets one (the commented default of
-#: /usr/share/containers/containers.conf, Podman 4.3.1 on Debian 12)
-PODMAN_DEFAULT = 2048
+PODMAN_DEFAULT = podman.PIDS_DEFAULT
 
 
 def split(profile):
@@ -44,9 +46,15 @@ def split(profile):
 
 def carries(context):
     """Does ``context`` write a drop-in that pids needs when the profile has nothing else
-    (the system manager's, the units', Podman's)?"""
-    return context.name in ('systemd_system', 'podman') or context is registry.owner(
-        registry.UNIT_PREFIX)
+    (the system manager's, the units', Podman's: Context.pids_dropin)?"""
+    return 'pids' in context.kinds and context.pids_dropin
+
+
+def _slice_wanted(request):
+    """Is the user-.slice drop-in wanted: a context asked whose new processes live under
+    user-.slice (login sessions, user services: Context.pids_user_slice)?"""
+    return any(c.pids_user_slice and 'pids' in c.kinds and c.name in request.contexts
+               for c in registry.REGISTRY)
 
 
 class Pids(object):
@@ -79,8 +87,7 @@ class Pids(object):
 
     def plans(self, request):
         """[(label, plan)] of the files that only pids needs (the user-.slice drop-in)."""
-        wanted = set(request.contexts) & set(('pam', 'systemd_user'))
-        if not wanted or not sdlive.systemd_running():
+        if not _slice_wanted(request) or not sdlive.systemd_running():
             return []
         dropin = request.dropin or pids_plan.sdpaths.DROPIN_NAME
         return [(SLICE_LABEL,
@@ -101,17 +108,19 @@ class Pids(object):
             if 'restart_required' in change.result:
                 change.result['restart_required'] = []
         change.result['rlimits_changed'] = change.changed
-        if label == 'podman':
-            return self.add_podman(change)
-        if label == 'systemd_system':
-            return pids_plan.add_default(change, self.value, self.kernel_max, self.live_default())
-        if label.startswith(registry.UNIT_PREFIX) and label != SLICE_LABEL:
-            unit = label[len(registry.UNIT_PREFIX):]
-            return pids_plan.add_unit(change, unit, self.value, self.kernel_max,
-                                      self._manager_default())
-        return change
+        if label == SLICE_LABEL:
+            return change
+        try:
+            record = registry.owner(label)
+        except KeyError:
+            return change
+        if 'pids' not in record.kinds:
+            return change
+        return record.pids_post(self, label, change)
 
-    def _manager_default(self):
+    def manager_default(self):
+        """The system manager's DefaultTasksMax now: its file's, else the running manager's,
+        else systemd's built-in 15%."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import tasks_max
         found = tasks_max.default_tasks_max()
         if found.where:
@@ -125,12 +134,11 @@ class Pids(object):
         below the profile. A percentage is resolved on this node; infinity is -1 (no limit,
         as ``podman run --pids-limit=-1``). Podman reads it at each container start: nothing
         to restart."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
         if change.new is None and change.current is not None:
             return change
         wanted = self.value.resolve(self.kernel_max)
-        text, where = pids_audit.podman_pids_limit(root)
+        text, where = podman.pids_limit(root)
         now = PODMAN_DEFAULT
         if where:
             try:
@@ -160,7 +168,7 @@ def undo_plans(request):
     ``systemd_user`` asked), owing a daemon-reload. The other pids settings live in the
     drop-ins their contexts remove."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
-    if not set(request.contexts) & set(('pam', 'systemd_user')):
+    if not _slice_wanted(request):
         return []
     path = pids_plan.slice_dropin(request.dropin or pids_plan.sdpaths.DROPIN_NAME)
 
