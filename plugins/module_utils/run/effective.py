@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import ceilings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
@@ -39,7 +40,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
 # Contexts in report order (the registry's). ``unit:NAME`` contexts (a running unit's main
 # process) come after.
 CONTEXTS = registry.PROBED
-CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
+CEILINGS = ceilings.names('probed')
 
 
 def unit_context(unit):
