@@ -75,7 +75,7 @@ class SystemdUser(Manager):
         return probes.user_probe_commands(user, uid, probes.PROBE_UNIT)[0]
 
     def run_probe(self, prober, user, uid, command):
-        return prober.user_manager(user, uid)
+        return prober.user_manager(user, uid, self.probe)
 
     def report(self, auditor):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info
