@@ -34,32 +34,6 @@ IMAGE = container_image('podman', 'Podman')
 # or without CAP_SYS_RESOURCE (measured: podman 4.3.1 in a node without it, 20000:20000 and
 # 96367:96367, its own).
 ROOTFUL_DEFAULTS = {'nofile': 1048576, 'nproc': 1048576}
-#: Podman's own pids_limit where no containers.conf sets one (the commented default of
-#: /usr/share/containers/containers.conf, Podman 4.3.1 on Debian 12)
-PIDS_DEFAULT = 2048
-
-
-def pids_limit(root=''):
-    """(value, 'file:line:col') of the last containers.conf ``pids_limit`` Podman reads, or
-    (None, None)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.core.safe_file import read_bytes
-    found = (None, None)
-    for path in containers_conf.config_files(root):
-        raw = read_bytes(root + path)
-        if raw is None:
-            continue
-        try:
-            doc = containers_conf.scan(raw, path)
-        except containers_conf.TomlError:
-            continue
-        entry = doc.get(containers_conf.TABLE, 'pids_limit')
-        if entry is not None:
-            text = doc.text[entry.value_start:].split('\n', 1)[0].split('#', 1)[0].strip()
-            found = (text, doc.place(entry.value_start))
-    return found
-
-
 class Podman(Context):
     name = 'podman'
     kinds = ('rlimit', 'pids')
@@ -146,12 +120,13 @@ class Podman(Context):
 
     def pids_source(self, root=''):
         """The last containers.conf ``pids_limit``, else Podman's own default (ours to set)."""
-        value, where = pids_limit(root)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
+        value, where = containers_conf.pids_limit(root)
         if where:
             return '%s (pids_limit = %s)' % (where, value), self.file_owner(where)
         return ("the container's own cgroup: Podman's built-in pids_limit (%d: "
                 '/usr/share/containers/containers.conf of Podman 4.3.1 says so), no '
-                'containers.conf sets pids_limit' % PIDS_DEFAULT), 'ours'
+                'containers.conf sets pids_limit' % containers_conf.PODMAN_PIDS_DEFAULT), 'ours'
 
     def pids_advice(self, owner):
         if owner == 'ours':
@@ -159,8 +134,9 @@ class Podman(Context):
         return None
 
     def pids_post(self, pids, label, change):
-        """``pids_limit`` in Podman's containers.conf drop-in (run/pids_set.Pids.add_podman)."""
-        return pids.add_podman(change)
+        """``pids_limit`` in Podman's containers.conf drop-in (podman_plan.add_pids_limit)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
+        return podman_plan.add_pids_limit(change, pids.value, pids.kernel_max)
 
     def probe_command(self, user, uid, params):
         return probes.container_command('podman', params[self.image_option],

@@ -21,7 +21,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import podman
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import cgroups
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
@@ -29,7 +28,6 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pid
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 
 SLICE_LABEL = registry.UNIT_PREFIX + pids_plan.USER_SLICE
-PODMAN_DEFAULT = podman.PIDS_DEFAULT
 
 
 def split(profile):
@@ -129,38 +127,10 @@ class Pids(object):
             permyriad=pids_model.SYSTEMD_DEFAULT_PERMYRIAD)
 
     def add_podman(self, change, root=''):
-        """The Podman drop-in ``change`` with ``pids_limit`` when what Podman gives a new
-        container now (the last containers.conf that sets it, else its built-in 2048) is
-        below the profile. A percentage is resolved on this node; infinity is -1 (no limit,
-        as ``podman run --pids-limit=-1``). Podman reads it at each container start: nothing
-        to restart."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
-        if change.new is None and change.current is not None:
-            return change
-        wanted = self.value.resolve(self.kernel_max)
-        text, where = podman.pids_limit(root)
-        now = PODMAN_DEFAULT
-        if where:
-            try:
-                number = int(text)
-            except ValueError:
-                raise changes.Failure('%s: pids_limit = %s is no number (Podman refuses the '
-                                      'file)' % (where, text))
-            now = pids_model.UNLIMITED if number <= 0 else number
-        info = dict(key='pids_limit', wanted=pids_model.human(wanted),
-                    before=pids_model.human(now), source=where)
-        if wanted is not None and pids_model.below(now, wanted):
-            rendered = '-1' if wanted == pids_model.UNLIMITED else str(wanted)
-            try:
-                new = containers_conf.set_values(change.new or '', containers_conf.TABLE,
-                                                 {'pids_limit': rendered}, change.path)
-            except containers_conf.TomlError as exc:
-                raise changes.Failure(str(exc))
-            info['written'] = rendered
-            change.new = new
-            change.changed = change.new != change.current
-        change.result['pids'] = info
-        return change
+        """The Podman drop-in ``change`` with ``pids_limit`` where Podman gives less
+        (runtimes/podman_plan.add_pids_limit)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
+        return podman_plan.add_pids_limit(change, self.value, self.kernel_max, root)
 
 
 def undo_plans(request):
