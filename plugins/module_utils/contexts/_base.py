@@ -17,6 +17,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
+class NotCovered(Exception):
+    """A context the pids probe does not cover (ssh, k8s_pod)."""
+
+
 class Request(object):
     """limits_profile's request, parsed once (``limits``: {item: Limit} from
     limits_model.parse_profile) with the options the contexts need, as plain values."""
@@ -122,6 +126,19 @@ class Context(object):
     #: every record, in planning order: set by the registry (contexts/__init__.py), so that a
     #: record that needs the others does not import the registry
     registry = ()
+    #: the item kinds it carries (contexts/kinds.py): ``pids`` where the audit reads the
+    #: pids.max of its new processes and limits_profile may write one (run/pids_audit.py,
+    #: run/pids_set.py iterate the records that carry it)
+    kinds = ('rlimit',)
+    #: pids: its own drop-in carries the profile's pids, so it is planned even for a profile of
+    #: pids alone (run/pids_set.carries)
+    pids_dropin = False
+    #: pids: its new processes live under user-.slice, whose drop-in carries the profile's pids
+    #: (run/pids_set.Pids.plans)
+    pids_user_slice = False
+    #: pids: its new processes are containers, whose own cgroup decides unless a user slice
+    #: holds them (run/pids_audit.source_of)
+    pids_container = False
 
     # --- configured: detection and planning (limits_profile) ---------------------------
 
@@ -241,6 +258,64 @@ class Context(object):
     def check_probe_params(self, params):
         """Refuse its probe options that cannot be read (model.LimitError naming the option),
         before anything runs."""
+
+    # --- the pids kind (contexts/kinds.py; run/pids_audit.py, run/pids_set.py) -------------
+
+    def pids_chain(self, prober, probe, user, uid, params):
+        """The cgroups.Chain of a new process of ``probe`` (this record's probed name or a
+        label it owns); ProbeError, or NotCovered where the pids probe cannot reach it. By
+        default its probe command with the chain command in place of ``cat
+        /proc/self/limits`` (host/cgroups.chain_command)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.host import cgroups
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
+        command = cgroups.chain_command(self.probe_command(user, uid, params))
+        if command is None:
+            raise NotCovered(probe)
+        try:
+            return cgroups.parse_chain(prober.run(command), probe)
+        except pids.LimitError as exc:
+            raise probe_results.ProbeError(str(exc))
+
+    @staticmethod
+    def pid_chain(pid, what):
+        """The cgroups.Chain of running process ``pid`` (``what``'s main process); ProbeError
+        when there is none."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.host import cgroups
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
+        if not pid.isdigit() or pid == '0':
+            raise probe_results.ProbeError('%s has no main process' % what,
+                                           kind=errors.NOT_RUNNING)
+        chain = cgroups.chain_of_pid(pid)
+        if chain is None:
+            raise probe_results.ProbeError('%s: process %s is gone' % (what, pid))
+        return chain
+
+    @staticmethod
+    def file_owner(where):
+        """'ours' when ``where`` (file:line) is a file limits_profile writes (its systemd or
+        containers.conf drop-in), else 'theirs'."""
+        import os
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_paths
+        name = os.path.basename(where.split(':', 1)[0])
+        ours = (systemd_paths.DROPIN_NAME, os.path.basename(runtime_paths.CONTAINERS_DROPIN))
+        return 'ours' if name in ours else 'theirs'
+
+    def pids_source(self, root=''):
+        """(source, owner) of a container's pids.max where no file of a systemd unit sets it
+        (its runtime's default or file), or None (the cgroup's creator decides)."""
+        return None
+
+    def pids_advice(self, owner):
+        """What closes a pids gap here when that is particular to the context, or None."""
+        return None
+
+    def pids_post(self, pids, label, change):
+        """``change`` (its planned drop-in for ``label``) with the pids setting it carries
+        (``pids``: run/pids_set.Pids)."""
+        return change
 
     def predict(self, report):
         """{item: Limit} a new process here would get, worked out from :meth:`report` without

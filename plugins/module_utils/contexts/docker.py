@@ -100,6 +100,8 @@ IMAGE = container_image('docker', 'Docker')
 class Docker(Context):
     name = 'docker'
     probe = 'docker'
+    kinds = ('rlimit', 'pids')
+    pids_container = True
     path = PATH
     image = IMAGE
     options = (SHM_SIZE,)
@@ -192,6 +194,16 @@ class Docker(Context):
 
     def restart_context(self, unit):
         return self.probe if unit == UNIT else None
+
+    def pids_source(self, root=''):
+        """dockerd sets no pids.max of its own: the container's cgroup has what the run asks."""
+        return ("the container's own cgroup: docker run --pids-limit (dockerd has no "
+                'daemon-wide default pids limit; none is set unless the run asks)'), ''
+
+    def pids_advice(self, owner):
+        if owner not in ('ours', 'theirs'):
+            return 'start the container with --pids-limit (dockerd has no default to set)'
+        return None
 
     def probe_command(self, user, uid, params):
         return probes.container_command('docker', params[self.image_option],

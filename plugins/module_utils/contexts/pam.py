@@ -30,6 +30,8 @@ PATH = Option('pam_path', 'path', default=TARGET, description=(
 class Pam(Context):
     name = 'pam'
     probe = 'login'
+    kinds = ('rlimit', 'pids')
+    pids_user_slice = True
     files = (LIMITS_CONF, LIMITS_DIR + '/*.conf')
     path = PATH
     target = TARGET

@@ -34,10 +34,11 @@ IMAGE = container_image('podman', 'Podman')
 # or without CAP_SYS_RESOURCE (measured: podman 4.3.1 in a node without it, 20000:20000 and
 # 96367:96367, its own).
 ROOTFUL_DEFAULTS = {'nofile': 1048576, 'nproc': 1048576}
-
-
 class Podman(Context):
     name = 'podman'
+    kinds = ('rlimit', 'pids')
+    pids_dropin = True
+    pids_container = True
     probe = 'podman'
     files = rtpaths.CONTAINERS_MAIN_FILES + (rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf',)
     path = PATH
@@ -116,6 +117,26 @@ class Podman(Context):
             if not str(place).startswith(own):
                 limits.setdefault(name, limit)
         return limits
+
+    def pids_source(self, root=''):
+        """The last containers.conf ``pids_limit``, else Podman's own default (ours to set)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
+        value, where = containers_conf.pids_limit(root)
+        if where:
+            return '%s (pids_limit = %s)' % (where, value), self.file_owner(where)
+        return ("the container's own cgroup: Podman's built-in pids_limit (%d: "
+                '/usr/share/containers/containers.conf of Podman 4.3.1 says so), no '
+                'containers.conf sets pids_limit' % containers_conf.PODMAN_PIDS_DEFAULT), 'ours'
+
+    def pids_advice(self, owner):
+        if owner == 'ours':
+            return 'run limits_profile with pids in the profile and contexts: [podman]'
+        return None
+
+    def pids_post(self, pids, label, change):
+        """``pids_limit`` in Podman's containers.conf drop-in (podman_plan.add_pids_limit)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
+        return podman_plan.add_pids_limit(change, pids.value, pids.kernel_max)
 
     def probe_command(self, user, uid, params):
         return probes.container_command('podman', params[self.image_option],

@@ -154,6 +154,7 @@ SUBMIT = Option('slurm_submit_limits', 'dict', default={}, description=(
 class Slurm(Context):
     name = 'slurm'
     probe = 'slurm_job'
+    kinds = ('rlimit', 'pids')
     units = (UNIT,)
     files = (rtpaths.SLURM_CONF, '/etc/systemd/system/slurmd.service.d/*.conf')
     path = PATH

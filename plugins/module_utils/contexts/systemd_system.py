@@ -129,6 +129,8 @@ class SystemdSystem(Manager):
     name = 'systemd_system'
     scope = sdpaths.SYSTEM
     probe = 'service'
+    kinds = ('rlimit', 'pids')
+    pids_dropin = True
     options = (DROPIN,)
     files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.SYSTEM, None, sdpaths.DROPIN_NAME)
@@ -140,6 +142,11 @@ class SystemdSystem(Manager):
 
     def act(self, change, actions, state, host):
         actions['reexec'] = bool(change.result.get('reexec_required'))
+
+    def pids_post(self, pids, label, change):
+        """``DefaultTasksMax=`` in the system manager's drop-in (new services)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pids_plan
+        return pids_plan.add_default(change, pids.value, pids.kernel_max, pids.live_default())
 
     def probe_command(self, user, uid, params):
         return probes.service_command(user)

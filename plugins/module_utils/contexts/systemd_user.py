@@ -22,6 +22,8 @@ class SystemdUser(Manager):
     name = 'systemd_user'
     scope = sdpaths.USER
     probe = 'user_manager'
+    kinds = ('rlimit', 'pids')
+    pids_user_slice = True
     files = ('/etc/systemd/user.conf', '/etc/systemd/user.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.USER, None, sdpaths.DROPIN_NAME)
     session = True
@@ -59,11 +61,22 @@ class SystemdUser(Manager):
     def restart_context(self, unit):
         return self.probe if unit.startswith('user@') else None
 
+    def pids_chain(self, prober, probe, user, uid, params):
+        """A transient service of the user's manager, read from the host (its main PID)."""
+        import os
+        prober.require_user_manager(user, uid)
+        unit = '%s-pids-%d.service' % (probes.PROBE_UNIT, os.getpid())
+        start, show, stop = probes.user_probe_commands(user, uid, unit)
+        try:
+            return self.pid_chain(prober.user_service_pid(start, show, unit, user), unit)
+        finally:
+            prober.execute(stop)
+
     def probe_command(self, user, uid, params):
         return probes.user_probe_commands(user, uid, probes.PROBE_UNIT)[0]
 
     def run_probe(self, prober, user, uid, command):
-        return prober.user_manager(user, uid)
+        return prober.user_manager(user, uid, self.probe)
 
     def report(self, auditor):
         from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import info

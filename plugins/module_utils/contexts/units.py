@@ -33,6 +33,8 @@ def unit_list(units, contexts, registry):
 
 
 class Units(Context):
+    kinds = ('rlimit', 'pids')
+    pids_dropin = True
     files = ('/etc/systemd/system/UNIT.d/*.conf', 'the unit file')
     restart_rank = 1
     fallback = 'the unit or manager default'
@@ -108,6 +110,18 @@ class Units(Context):
             res.get('daemon_reload_required'))
         actions['units'].extend(u for u in res.get('restart_required') or []
                                 if u not in actions['units'])
+
+    def pids_chain(self, prober, probe, user, uid, params):
+        """The running unit's main process, read from the host."""
+        unit = probe[len(PREFIX):]
+        pid = prober.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
+        return self.pid_chain(pid, unit)
+
+    def pids_post(self, pids, label, change):
+        """``TasksMax=`` in the unit's drop-in (above the manager's DefaultTasksMax)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pids_plan
+        return pids_plan.add_unit(change, label[len(PREFIX):], pids.value, pids.kernel_max,
+                                  pids.manager_default())
 
     def owed(self, actions, state, host, policy):
         return [(u, None) for u in actions['units'] if u in WORKLOAD_UNITS]

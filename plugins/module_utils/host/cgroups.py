@@ -16,7 +16,9 @@ __metaclass__ = type
 
 import base64
 import os
+import shlex
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 
 CGROUP_ROOT = '/sys/fs/cgroup'
@@ -68,6 +70,20 @@ class Chain(object):
                     effective=pids_model.human(self.effective), decides=self.decides,
                     chain=[dict(cgroup=path, max=pids_model.human(value))
                            for path, value in self.limits])
+
+
+def chain_command(command):
+    """A probe command with the chain command in place of ``cat /proc/self/limits`` (a login
+    shell's ``-c``, a service's or container's command, the command a submit shell's ``srun``
+    runs), or None when the probe is no such command."""
+    if command and command[-1] == probes.CAT:
+        return list(command[:-1]) + [CHAIN_COMMAND]
+    if list(command[-2:]) == ['cat', '/proc/self/limits']:
+        return list(command[:-2]) + ['sh', '-c', CHAIN_COMMAND]
+    if command and ' srun ' in command[-1] and command[-1].endswith(' ' + probes.CAT):
+        return list(command[:-1]) + [command[-1][:-len(probes.CAT)] + 'sh -c %s' % (
+            shlex.quote(CHAIN_COMMAND))]
+    return None
 
 
 def parse_chain(text, where='pids probe'):

@@ -8,12 +8,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import sysctl_conf
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import ceilings as ceilings_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 
 CAP_SYS_RESOURCE = 24
-#: the kernel ceilings a Docker probe's proof keeps (host/proofs.py)
-SYSCTLS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max',
-           'vm.max_map_count')
+#: the kernel ceilings a Docker probe's proof keeps (host/proofs.py; model/ceilings.py)
+SYSCTLS = ceilings_model.names('proof')
 
 
 def _read(path):

@@ -24,6 +24,8 @@ __metaclass__ = type
 import fnmatch
 import os
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import ceilings
+
 DIRS = ('/etc/sysctl.d', '/run/sysctl.d', '/usr/local/lib/sysctl.d', '/usr/lib/sysctl.d',
         '/lib/sysctl.d')
 SYSCTL_CONF = '/etc/sysctl.conf'
@@ -33,31 +35,14 @@ WHITESPACE = ' \t\n\r'
 GLOB_CHARS = '*?['
 
 READ_ONLY = '/proc/sys is mounted read-only here (a container)'
-INT_MAX = 2147483647
-LONG_MAX = 9223372036854775807
+INT_MAX = ceilings.INT_MAX
+LONG_MAX = ceilings.LONG_MAX
 
 #: The kernel ceilings the collection audits and sets: (lowest, highest) the kernel accepts
-#: (its proc_handler's extra1/extra2 on 64-bit Linux), what the value bounds, the default.
-#: docs/limit-model.md's table lists the same keys (a unit test compares).
-KNOWN = {
-    'fs.file-max': (0, LONG_MAX, 'file handles open on the whole system (ENFILE "Too many '
-                    'open files in system")', 'about 10% of RAM in KiB; LONG_MAX on newer '
-                    'kernels and under systemd >= 240'),
-    'fs.nr_open': (64, 2147483584, 'the highest RLIMIT_NOFILE any process can get (a hard '
-                   'nofile above it fails)', '1048576; systemd >= 240 raises it'),
-    'vm.max_map_count': (0, INT_MAX, 'memory mappings per process: every shared tensor a '
-                         'DataLoader worker sends is one ("unable to mmap")', '65530'),
-    'fs.inotify.max_user_instances': (0, INT_MAX, 'inotify instances per user (file '
-                                      'watchers of tools, IDEs, Ray)', '128'),
-    'fs.inotify.max_user_watches': (0, INT_MAX, 'inotify watches per user', '8192; since '
-                                    'Linux 5.11 1% of RAM, up to 1048576'),
-    'kernel.pid_max': (301, 4194304, 'the highest process ID: processes and threads on the '
-                       'whole system', '32768 (1024 per CPU above 32 CPUs); systemd >= 243 '
-                       'sets 4194304'),
-    'kernel.threads-max': (20, 1073741823, 'threads on the whole system (fork and '
-                           'pthread_create fail with EAGAIN)', 'from RAM (pages / 8 '
-                           'thread stacks)'),
-}
+#: (its proc_handler's extra1/extra2 on 64-bit Linux), what the value bounds, the default;
+#: declared once in model/ceilings.py. docs/limit-model.md's table lists the same keys (a unit
+#: test compares).
+KNOWN = dict((c.name, (c.low, c.high, c.what, c.default)) for c in ceilings.KERNEL)
 
 
 class ConfError(ValueError):

@@ -28,9 +28,11 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import ceilings
+
 UNKNOWN = 'unknown'
-CEILINGS = ('nofile', 'nproc', 'pids.max', 'shm', 'vm.max_map_count', 'fs.file-max',
-            'fs.inotify.max_user_instances', 'fs.inotify.max_user_watches')
+#: the rlimits and cgroup ceilings, then the kernel's (model/ceilings.py ``cause``)
+CEILINGS = ('nofile', 'nproc', 'pids.max', 'shm') + ceilings.names('cause')
 # which peak a ceiling bounds
 PEAK_OF = {'nofile': 'nofile', 'nproc': 'threads', 'pids.max': 'threads', 'shm': 'shm_bytes',
            'vm.max_map_count': 'maps', 'fs.file-max': 'file_handles'}

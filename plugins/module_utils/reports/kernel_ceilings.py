@@ -16,23 +16,15 @@ __metaclass__ = type
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import sysctl_conf as conf
 from ansible_collections.gpufleet.tuning.plugins.module_utils.kernel import sysctl_plan
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import ceilings
 
-#: The audited ceilings, in report order.
-CEILINGS = ('fs.file-max', 'fs.nr_open', 'vm.max_map_count', 'fs.inotify.max_user_instances',
-            'fs.inotify.max_user_watches', 'kernel.pid_max', 'kernel.threads-max')
+#: The audited ceilings, in report order (declared in model/ceilings.py).
+CEILINGS = ceilings.NAMES
 
 #: node_exporter's name for each ceiling's live value, and the collector that exports it
 #: (filefd is on by default; processes and sysctl need --collector.processes and
 #: --collector.sysctl --collector.sysctl.include=NAME).
-NODE_EXPORTER = {
-    'fs.file-max': ('node_filefd_maximum', 'filefd'),
-    'kernel.threads-max': ('node_processes_max_threads', 'processes'),
-    'kernel.pid_max': ('node_processes_max_processes', 'processes'),
-    'fs.nr_open': ('node_sysctl_fs_nr_open', 'sysctl'),
-    'vm.max_map_count': ('node_sysctl_vm_max_map_count', 'sysctl'),
-    'fs.inotify.max_user_instances': ('node_sysctl_fs_inotify_max_user_instances', 'sysctl'),
-    'fs.inotify.max_user_watches': ('node_sysctl_fs_inotify_max_user_watches', 'sysctl'),
-}
+NODE_EXPORTER = dict((c.name, c.exporter) for c in ceilings.KERNEL)
 
 OK, BELOW, NOT_APPLIED, UNREADABLE = 'ok', 'below', 'configured_not_applied', 'unreadable'
 

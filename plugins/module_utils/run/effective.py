@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import ceilings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
@@ -39,7 +40,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
 # Contexts in report order (the registry's). ``unit:NAME`` contexts (a running unit's main
 # process) come after.
 CONTEXTS = registry.PROBED
-CEILINGS = ('fs.nr_open', 'fs.file-max', 'kernel.pid_max', 'kernel.threads-max')
+CEILINGS = ceilings.names('probed')
 
 
 def unit_context(unit):
@@ -175,13 +176,15 @@ class Prober(object):
                              'running with `loginctl enable-linger %s`' % (manager, user, user),
                              kind=errors.NOT_RUNNING)
 
-    def user_manager(self, user, uid):
+    def user_manager(self, user, uid, probe=None):
+        """{item: Limit} of a new user service of ``user``'s manager (``probe``: the context
+        it is reported as, the systemd_user record's probed name)."""
         self.require_user_manager(user, uid)
         unit = '%s-%d.service' % (probes.PROBE_UNIT, os.getpid())
         start, show, stop = probes.user_probe_commands(user, uid, unit)
         try:
             return self.pid_limits(self.user_service_pid(start, show, unit, user),
-                                   'user_manager')
+                                   probe or unit)
         except ProbeError as exc:
             # A manager without linger stops with its user's last session: one that stopped
             # between the check and the start (a concurrent audit's login probe of the same

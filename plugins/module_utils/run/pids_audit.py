@@ -8,19 +8,19 @@ decides), the file:line that sets it (systemd's ``TasksMax=`` of the unit or sli
 for a login or a user service, containers.conf ``pids_limit`` for Podman) and the gap to the
 profile. Each probe starts a new process of the context that prints its own chain
 (host/cgroups.py CHAIN_SCRIPT); a user service and a unit's main process are read from the
-host. Read-only. Private to the collection; docs/limit-model.md (pids) says what is covered."""
+host. What is particular to a context (how its chain is read, what sets a container's
+pids.max, its advice) is its record's (Context.pids_chain, pids_source, pids_advice); the
+contexts covered are the records that carry the ``pids`` kind (contexts/kinds.py). Read-only. Private to the collection; docs/limit-model.md (pids) says what is covered."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import os
 import re
-import shlex
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core import errors
+from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import _base
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import cgroups
-from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports.probe_results import (
     ProbeError)
@@ -28,94 +28,30 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import sys
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import tasks_max
 
 ITEM = pids_model.NAME
-#: what sets a container's pids.max when no file does
-CONTAINER_DEFAULT = {
-    'docker': 'the container\'s own cgroup: docker run --pids-limit (dockerd has no daemon-wide '
-              'default pids limit; none is set unless the run asks)',
-    'podman': 'the container\'s own cgroup: Podman\'s built-in pids_limit (2048: '
-              '/usr/share/containers/containers.conf of Podman 4.3.1 says so), no containers.conf '
-              'sets pids_limit',
-}
 _USER_SLICE = re.compile(r'^user-(\d+)\.slice$')
+NotCovered = _base.NotCovered
+#: the probe command with the cgroup chain command in place of ``cat /proc/self/limits``
+chain_command = cgroups.chain_command
 
 
-#: the probed contexts whose probe is a plain command that cats /proc/self/limits (the
-#: user manager's and the units' chains are read from the host; slurm_job's submit shell ends
-#: with srun's command)
-COVERED = ('login', 'service', 'user_manager', 'docker', 'podman', 'slurm_job')
-
-
-def chain_command(command):
-    """The context's probe command with the cgroup chain command in place of ``cat
-    /proc/self/limits`` (a login shell's ``-c``, a service's or container's command, the
-    command a submit shell's ``srun`` runs), or None when the probe is no such command."""
-    if command and command[-1] == probes.CAT:
-        return list(command[:-1]) + [cgroups.CHAIN_COMMAND]
-    if list(command[-2:]) == ['cat', '/proc/self/limits']:
-        return list(command[:-2]) + ['sh', '-c', cgroups.CHAIN_COMMAND]
-    if command and ' srun ' in command[-1] and command[-1].endswith(' ' + probes.CAT):
-        return list(command[:-1]) + [command[-1][:-len(probes.CAT)] + 'sh -c %s' % (
-            shlex.quote(cgroups.CHAIN_COMMAND))]
+def record_of(context):
+    """The record that carries pids for ``context`` (a probed name or unit:NAME), or None."""
+    for find in (registry.probed, registry.owner):
+        try:
+            record = find(context)
+        except KeyError:
+            continue
+        return record if 'pids' in record.kinds else None
     return None
 
 
-class NotCovered(Exception):
-    """A context the pids probe does not cover (ssh, k8s_pod)."""
-
-
 def probe_chain(prober, context, user, uid, params):
-    """The Chain of a new process of ``context`` (a probed name or unit:NAME); ProbeError."""
-    if context.startswith(registry.UNIT_PREFIX):
-        unit = context[len(registry.UNIT_PREFIX):]
-        pid = prober.run(['systemctl', 'show', '-p', 'MainPID', '--value', unit]).strip()
-        return _pid_chain(pid, unit)
-    if context == registry.named('systemd_user').probe:
-        prober.require_user_manager(user, uid)
-        unit = '%s-pids-%d.service' % (probes.PROBE_UNIT, os.getpid())
-        start, show, stop = probes.user_probe_commands(user, uid, unit)
-        try:
-            return _pid_chain(prober.user_service_pid(start, show, unit, user), unit)
-        finally:
-            prober.execute(stop)
-    command = None
-    if context in COVERED:
-        command = chain_command(registry.probed(context).probe_command(user, uid, params))
-    if command is None:
+    """The Chain of a new process of ``context`` (a probed name or unit:NAME); ProbeError, or
+    NotCovered where no record carries pids there (ssh, k8s_pod)."""
+    record = record_of(context)
+    if record is None:
         raise NotCovered(context)
-    try:
-        return cgroups.parse_chain(prober.run(command), context)
-    except pids_model.LimitError as exc:
-        raise ProbeError(str(exc))
-
-
-def _pid_chain(pid, what):
-    if not pid.isdigit() or pid == '0':
-        raise ProbeError('%s has no main process' % what, kind=errors.NOT_RUNNING)
-    chain = cgroups.chain_of_pid(pid)
-    if chain is None:
-        raise ProbeError('%s: process %s is gone' % (what, pid))
-    return chain
-
-
-def podman_pids_limit(root=''):
-    """(value, 'file:line:col') of the last containers.conf ``pids_limit`` Podman reads, or
-    (None, None)."""
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.core.safe_file import read_bytes
-    found = (None, None)
-    for path in containers_conf.config_files(root):
-        raw = read_bytes(root + path)
-        if raw is None:
-            continue
-        try:
-            doc = containers_conf.scan(raw, path)
-        except containers_conf.TomlError:
-            continue
-        entry = doc.get(containers_conf.TABLE, 'pids_limit')
-        if entry is not None:
-            text = doc.text[entry.value_start:].split('\n', 1)[0].split('#', 1)[0].strip()
-            found = (text, doc.place(entry.value_start))
-    return found
+    return record.pids_chain(prober, context, user, uid, params)
 
 
 def source_of(context, chain, kernel_max, root=''):
@@ -128,13 +64,12 @@ def source_of(context, chain, kernel_max, root=''):
     if chain.effective == pids_model.UNLIMITED:
         return 'no cgroup of %s sets a limit (every pids.max is max)' % chain.cgroup, ''
     unit = tasks_max.unit_of_cgroup(decides)
-    if unit is None or (context in CONTAINER_DEFAULT and not decides.startswith('/user')):
-        if context == 'podman':
-            value, where = podman_pids_limit(root)
-            if where:
-                return '%s (pids_limit = %s)' % (where, value), _owner(where)
-        if context in CONTAINER_DEFAULT:
-            return CONTAINER_DEFAULT[context], ('ours' if context == 'podman' else '')
+    record = record_of(context)
+    if unit is None or (record is not None and record.pids_container and
+                        not decides.startswith('/user')):
+        found = record.pids_source(root) if record is not None else None
+        if found:
+            return found
         return 'the cgroup %s (no systemd unit: set by whoever created it)' % decides, ''
     found = tasks_max.unit_tasks_max(unit, root)
     if found.where:
@@ -158,11 +93,7 @@ def source_of(context, chain, kernel_max, root=''):
             'TasksMax= of its own' % (pids_model.human(kernel_max), unit)), ''
 
 
-def _owner(where):
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import runtime_paths
-    name = os.path.basename(where.split(':', 1)[0])
-    ours = (sdpaths.DROPIN_NAME, os.path.basename(runtime_paths.CONTAINERS_DROPIN))
-    return 'ours' if name in ours else 'theirs'
+_owner = _base.Context.file_owner
 
 
 def advice_for(context, owner, source):
@@ -176,13 +107,13 @@ def advice_for(context, owner, source):
     if owner == 'theirs':
         return ('run limits_profile with pids in the profile: its drop-in %s is read after %s; '
                 'or raise that line' % (sdpaths.DROPIN_NAME, where))
-    if owner == 'ours' and context == 'podman':
-        return 'run limits_profile with pids in the profile and contexts: [podman]'
+    record = record_of(context)
+    particular = record.pids_advice(owner) if record is not None else None
+    if particular:
+        return particular
     if owner == 'ours':
         return 'run limits_profile: %s, the file it writes, holds another value' % (
             source.split(' (', 1)[0])
-    if context == 'docker':
-        return 'start the container with --pids-limit (dockerd has no default to set)'
     return 'run limits_profile with pids in the profile'
 
 

@@ -12,6 +12,9 @@ same engine (systemd/restarts.py), all or nothing:
 * ``podman``: ``pids_limit`` in its containers.conf drop-in;
 * Docker (no daemon-wide default), CRI-O and the kubelet: not written (docs/limit-model.md).
 
+Which context carries which is its record's (Context.kinds, pids_dropin, pids_user_slice,
+pids_post); this module names none.
+
 Private to the collection."""
 from __future__ import absolute_import, division, print_function
 
@@ -25,9 +28,6 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pid
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import systemd_live as sdlive
 
 SLICE_LABEL = registry.UNIT_PREFIX + pids_plan.USER_SLICE
-#: Podman's own pids_limit where no containers.conf sets one (the commented default of
-#: /usr/share/containers/containers.conf, Podman 4.3.1 on Debian 12)
-PODMAN_DEFAULT = 2048
 
 
 def split(profile):
@@ -44,9 +44,15 @@ def split(profile):
 
 def carries(context):
     """Does ``context`` write a drop-in that pids needs when the profile has nothing else
-    (the system manager's, the units', Podman's)?"""
-    return context.name in ('systemd_system', 'podman') or context is registry.owner(
-        registry.UNIT_PREFIX)
+    (the system manager's, the units', Podman's: Context.pids_dropin)?"""
+    return 'pids' in context.kinds and context.pids_dropin
+
+
+def _slice_wanted(request):
+    """Is the user-.slice drop-in wanted: a context asked whose new processes live under
+    user-.slice (login sessions, user services: Context.pids_user_slice)?"""
+    return any(c.pids_user_slice and 'pids' in c.kinds and c.name in request.contexts
+               for c in registry.REGISTRY)
 
 
 class Pids(object):
@@ -79,8 +85,7 @@ class Pids(object):
 
     def plans(self, request):
         """[(label, plan)] of the files that only pids needs (the user-.slice drop-in)."""
-        wanted = set(request.contexts) & set(('pam', 'systemd_user'))
-        if not wanted or not sdlive.systemd_running():
+        if not _slice_wanted(request) or not sdlive.systemd_running():
             return []
         dropin = request.dropin or pids_plan.sdpaths.DROPIN_NAME
         return [(SLICE_LABEL,
@@ -101,17 +106,19 @@ class Pids(object):
             if 'restart_required' in change.result:
                 change.result['restart_required'] = []
         change.result['rlimits_changed'] = change.changed
-        if label == 'podman':
-            return self.add_podman(change)
-        if label == 'systemd_system':
-            return pids_plan.add_default(change, self.value, self.kernel_max, self.live_default())
-        if label.startswith(registry.UNIT_PREFIX) and label != SLICE_LABEL:
-            unit = label[len(registry.UNIT_PREFIX):]
-            return pids_plan.add_unit(change, unit, self.value, self.kernel_max,
-                                      self._manager_default())
-        return change
+        if label == SLICE_LABEL:
+            return change
+        try:
+            record = registry.owner(label)
+        except KeyError:
+            return change
+        if 'pids' not in record.kinds:
+            return change
+        return record.pids_post(self, label, change)
 
-    def _manager_default(self):
+    def manager_default(self):
+        """The system manager's DefaultTasksMax now: its file's, else the running manager's,
+        else systemd's built-in 15%."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import tasks_max
         found = tasks_max.default_tasks_max()
         if found.where:
@@ -120,39 +127,10 @@ class Pids(object):
             permyriad=pids_model.SYSTEMD_DEFAULT_PERMYRIAD)
 
     def add_podman(self, change, root=''):
-        """The Podman drop-in ``change`` with ``pids_limit`` when what Podman gives a new
-        container now (the last containers.conf that sets it, else its built-in 2048) is
-        below the profile. A percentage is resolved on this node; infinity is -1 (no limit,
-        as ``podman run --pids-limit=-1``). Podman reads it at each container start: nothing
-        to restart."""
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_audit
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf
-        if change.new is None and change.current is not None:
-            return change
-        wanted = self.value.resolve(self.kernel_max)
-        text, where = pids_audit.podman_pids_limit(root)
-        now = PODMAN_DEFAULT
-        if where:
-            try:
-                number = int(text)
-            except ValueError:
-                raise changes.Failure('%s: pids_limit = %s is no number (Podman refuses the '
-                                      'file)' % (where, text))
-            now = pids_model.UNLIMITED if number <= 0 else number
-        info = dict(key='pids_limit', wanted=pids_model.human(wanted),
-                    before=pids_model.human(now), source=where)
-        if wanted is not None and pids_model.below(now, wanted):
-            rendered = '-1' if wanted == pids_model.UNLIMITED else str(wanted)
-            try:
-                new = containers_conf.set_values(change.new or '', containers_conf.TABLE,
-                                                 {'pids_limit': rendered}, change.path)
-            except containers_conf.TomlError as exc:
-                raise changes.Failure(str(exc))
-            info['written'] = rendered
-            change.new = new
-            change.changed = change.new != change.current
-        change.result['pids'] = info
-        return change
+        """The Podman drop-in ``change`` with ``pids_limit`` where Podman gives less
+        (runtimes/podman_plan.add_pids_limit)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
+        return podman_plan.add_pids_limit(change, self.value, self.kernel_max, root)
 
 
 def undo_plans(request):
@@ -160,7 +138,7 @@ def undo_plans(request):
     ``systemd_user`` asked), owing a daemon-reload. The other pids settings live in the
     drop-ins their contexts remove."""
     from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
-    if not set(request.contexts) & set(('pam', 'systemd_user')):
+    if not _slice_wanted(request):
         return []
     path = pids_plan.slice_dropin(request.dropin or pids_plan.sdpaths.DROPIN_NAME)
 

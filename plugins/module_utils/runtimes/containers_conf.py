@@ -353,3 +353,27 @@ def user_overrides(users, root='', keys=(ULIMITS_KEY, SHM_KEY), append=None):
             found.append({'user': name, 'source': place, 'key': key,
                           'append': key == ULIMITS_KEY and place in appending})
     return found
+
+
+#: Podman's own pids_limit where no containers.conf sets one (the commented default of
+#: /usr/share/containers/containers.conf, Podman 4.3.1 on Debian 12)
+PODMAN_PIDS_DEFAULT = 2048
+
+
+def pids_limit(root=''):
+    """(value, 'file:line:col') of the last containers.conf ``pids_limit`` Podman reads, or
+    (None, None)."""
+    found = (None, None)
+    for path in config_files(root):
+        raw = read_bytes(root + path)
+        if raw is None:
+            continue
+        try:
+            doc = scan(raw, path)
+        except TomlError:
+            continue
+        entry = doc.get(TABLE, 'pids_limit')
+        if entry is not None:
+            text = doc.text[entry.value_start:].split('\n', 1)[0].split('#', 1)[0].strip()
+            found = (text, doc.place(entry.value_start))
+    return found

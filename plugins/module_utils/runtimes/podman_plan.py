@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_l
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import container_limits as ctl
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import containers_conf as cc
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_live
 from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import runtime_plan
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import versions
@@ -123,3 +124,39 @@ def target(path, version):
     return cc.ETC_MAIN, dropins, [
         'Podman %s reads no containers.conf.d drop-in (Podman 3.3 and later do): editing %s '
         'instead of %s' % (versions.format_version(version), cc.ETC_MAIN, path)]
+
+
+
+
+def add_pids_limit(change, value, kernel_max, root=''):
+    """The Podman drop-in ``change`` with ``pids_limit`` when what Podman gives a new
+    container now (the last containers.conf that sets it, else its built-in 2048) is below
+    ``value`` (a pids TasksMax). A percentage is resolved on this node (``kernel_max``);
+    infinity is -1 (no limit, as ``podman run --pids-limit=-1``). Podman reads it at each
+    container start: nothing to restart."""
+    if change.new is None and change.current is not None:
+        return change
+    wanted = value.resolve(kernel_max)
+    text, where = cc.pids_limit(root)
+    now = cc.PODMAN_PIDS_DEFAULT
+    if where:
+        try:
+            number = int(text)
+        except ValueError:
+            raise changes.Failure('%s: pids_limit = %s is no number (Podman refuses the '
+                                  'file)' % (where, text))
+        now = pids_model.UNLIMITED if number <= 0 else number
+    info = dict(key='pids_limit', wanted=pids_model.human(wanted),
+                before=pids_model.human(now), source=where)
+    if wanted is not None and pids_model.below(now, wanted):
+        rendered = '-1' if wanted == pids_model.UNLIMITED else str(wanted)
+        try:
+            new = cc.set_values(change.new or '', cc.TABLE, {'pids_limit': rendered},
+                                change.path)
+        except cc.TomlError as exc:
+            raise changes.Failure(str(exc))
+        info['written'] = rendered
+        change.new = new
+        change.changed = change.new != change.current
+    change.result['pids'] = info
+    return change
