@@ -54,6 +54,8 @@ KERNEL = 'kernel'
 #: the SARIF level, the NPD/NFD state, the drain) so that an outlet renders a cell and decides
 #: nothing; :data:`FAILING` says which of its actions count as a failure.
 OUTLETS = {
+    'journal': {OK: 'none', GAP: 'warning', PENDING: 'warning', UNVERIFIED: 'none',
+                NOT_COVERED: 'none', PROBE_ERROR: 'none', NODE_BROKEN: 'err'},
     'tune': {OK: 'pass', GAP: 'fail', PENDING: 'pending', UNVERIFIED: 'not_verified',
              NOT_COVERED: 'not_verified', PROBE_ERROR: 'fail', NODE_BROKEN: 'fail'},
     'junit': {OK: 'passed', GAP: 'failure', PENDING: 'failure', UNVERIFIED: 'skipped',
@@ -83,6 +85,7 @@ OUTLETS = {
 #: run, a metric at 0, a NonOK condition, a label false, a drain, a short host, a job that
 #: does not fit)
 FAILING = {
+    'journal': ('warning', 'err'),
     'tune': ('fail',),
     'junit': ('failure', 'error'), 'sarif': ('error', 'warning'), 'gate': ('fail',),
     'markdown': ('gap', 'pending', 'broken'), 'metrics': ('not_compliant',),
@@ -91,6 +94,7 @@ FAILING = {
 }
 #: what each outlet is (docs/audit.md)
 OUTLET_TEXT = {
+    'journal': 'drift watch journal line (priority; a probe that failed has its own line)',
     'tune': 'the tune (limits role) fails and rolls back',
     'junit': 'JUnit test case (limits-audit.junit.xml)',
     'sarif': 'SARIF result level (limits-audit.sarif)',

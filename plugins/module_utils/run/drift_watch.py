@@ -35,6 +35,7 @@ import time
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as model
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
+from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import textfile_metrics as tm
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import watch_outlets
 
@@ -244,14 +245,19 @@ def audit_in_child(command, params, timeout):
 
 
 def gap_lines(result):
-    """One journal line per gap: context, item, sides, actual against expected."""
+    """One journal line per finding the journal reports as a warning (findings.OUTLETS
+    ['journal']: a gap, a setting not applied yet): context, item, status, short sides, what a
+    new process gets against the profile, and the place that decides it."""
     lines = []
-    for found in result.get('gaps') or []:
-        actual = found.get('actual') or {}
-        want = found.get('expected') or {}
-        lines.append('below profile: context=%s item=%s sides=%s actual=%s:%s expected=%s:%s' % (
-            found['context'], found['item'], '+'.join(found.get('sides') or []),
-            actual.get('soft'), actual.get('hard'), want.get('soft'), want.get('hard')))
+    for found in findings.of(result):
+        if findings.action('journal', found) != 'warning':
+            continue
+        where = findings.where(found.get('place'))
+        lines.append('below profile: context=%s item=%s sides=%s actual=%s expected=%s%s%s' % (
+            found['context'], found['item'], '+'.join(found.get('short') or []),
+            found.get('actual'), found.get('expected'),
+            '' if found['status'] == findings.GAP else ' status=%s' % found['status'],
+            ' at=%s' % where if where else ''))
     return lines
 
 
@@ -316,7 +322,8 @@ def watch(args, child_command, clock=time.time):
         errors = outcome.result.get('errors') or []
         busy = len([e for e in errors if e.get('kind') == 'busy'])
         log(INFO, 'audit done in %.1f s: %d gaps, %d probe errors, %d probes pending; wrote %s'
-            % (duration, len(outcome.result.get('gaps') or []), len(errors) - busy, busy, path))
+            % (duration, len(findings.failing('journal', findings.of(outcome.result))),
+               len(errors) - busy, busy, path))
     return status
 
 

@@ -24,9 +24,10 @@ def with_rows(result, items=None):
         for item in items:
             gap = short.get((context, item))
             got = limits.get(item) or {}
+            want = (data.get('expected') or {}).get(item) or {}
             rows.append(dict(context=context, item=item,
                              actual='%s:%s' % (got.get('soft'), got.get('hard')),
-                             expected='profile', gap='+'.join(gap.get('sides') or ['soft'])
+                             expected='%s:%s' % (want.get('soft'), want.get('hard')), gap='+'.join(gap.get('sides') or ['soft'])
                              if gap else '', how='pending' if context in busy else 'probed'))
     data['rows'] = rows + (data.get('rows') or [])
     return data

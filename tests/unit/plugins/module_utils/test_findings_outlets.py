@@ -161,6 +161,15 @@ def fleet_failing(result):
     return short, broken
 
 
+def journal_failing(result):
+    """The journal's warning lines (gap_lines) and error lines (problem_lines, by context)."""
+    pairs = set(re.search(r'context=(\S+) item=(\S+)', line).groups()
+                for line in dw.gap_lines(result))
+    broken = set(re.search(r'context=([^:]+):', line).group(1)
+                 for line in dw.problem_lines(result))
+    return pairs, broken
+
+
 def contexts_of(pairs):
     return set(c for c, _i in pairs)
 
@@ -181,6 +190,10 @@ def test_every_outlet_fails_exactly_where_the_table_says(case):
         'slurm_health', result['findings']) if f['context'] == findings.KERNEL
         or f['status'] == findings.NODE_BROKEN)
     assert slurm_failing(result, jobs) == table('slurm_health', result, jobs) | node_wide
+    warned, problems = journal_failing(result)
+    assert warned == set((f['context'], f['item']) for f in findings.failing(
+        'journal', result['findings']) if findings.action('journal', f) == 'warning')
+    assert problems == set(p['context'] for p in result['problems'])
     short, broken = fleet_failing(result)
     want = findings.failing('fleet_summary', result['findings'])
     assert short == set((f['context'], f['item']) for f in want if f['status'] != 'node_broken')
