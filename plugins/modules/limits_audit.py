@@ -299,7 +299,7 @@ findings:
       C(not_covered), C(probe_error) or C(node_broken) (no session opens there).
     - C(places) is what decides each side (C(soft), C(hard), or C(value)) as C({path, line}),
       from that side's own evidence; C(place) the first short side's; C(advice) C({action, path,
-      line}) what, acted on, changes the value; C(cause) and C(msg) the texts.
+      line}) what, acted on, changes the value; C(cause) the text, and C(msg) where a probe's error says it.
   returned: success
   type: list
   elements: dict
@@ -310,8 +310,7 @@ findings:
             cause: /etc/security/limits.d/80-site.conf:3, how: probed,
             advice: {action: 'raise or remove /etc/security/limits.d/80-site.conf:3 (it sets
                      1024:1048576); limits_profile does not edit files it does not own',
-                     path: /etc/security/limits.d/80-site.conf, line: 3},
-            msg: 'login nofile: 1024:1048576, the profile wants 16384:16384 (soft short)'}]
+                     path: /etc/security/limits.d/80-site.conf, line: 3}}]
 proofs:
   description:
     - The proof of this call's Docker probe, for the controller to keep and pass back as

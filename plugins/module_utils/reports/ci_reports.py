@@ -66,7 +66,7 @@ def where(entry):
 def sentence(host, entry):
     """One sentence per finding, the same in JUnit and SARIF: the host and the finding's own
     sentence (context, item, values, short side, cause and advice as the audit wrote them)."""
-    return '%s %s.' % (host, entry.get('msg') or findings.sentence(entry))
+    return '%s %s.' % (host, findings.message(entry))
 
 
 def _xml(value):

@@ -15,7 +15,8 @@ A finding is a plain dict (JSON as the module returns it):
   setting's value and its place: the contexts' ``configured``), and ``place``, the one of the
   first short side (else of the cause): the line SARIF locates a result at and a drain names;
 * ``cause`` (text) and ``advice`` ({action, path, line} or None): what, acted on, changes the
-  value; ``how`` (probed, reused, predicted, pending); ``msg``: one sentence.
+  value; ``how`` (probed, reused, predicted, pending); ``msg`` where a probe's error says it
+  (:func:`message` gives every finding's sentence).
 
 What each outlet does with each status is :data:`OUTLETS` (docs/audit.md prints it, a test fails
 when an outlet or a status has no entry). Plain Python 3.8, no Ansible import: the module (the
@@ -206,13 +207,17 @@ def finding(context, item, kind, status, **fields):
     place, cause, advice, how, msg."""
     found = dict(context=context, item=item, kind=kind, status=status, expected=None,
                  actual=None, short=[], places={}, place=None, cause='', advice=None,
-                 how='probed', msg='')
+                 how='probed')
     found.update(fields)
     if found['place'] is None:
         found['place'] = first_place(found['places'], found['short'])
-    if not found['msg']:
-        found['msg'] = sentence(found)
     return found
+
+
+def message(found):
+    """The finding's sentence: its own ``msg`` where the evaluation gave one (a probe's
+    error), else :func:`sentence` (kept out of the result: every report has it to hand)."""
+    return found.get('msg') or sentence(found)
 
 
 def sentence(found):
@@ -356,8 +361,8 @@ def broken(found, problems, items):
             entry = dict(entry, status=NODE_BROKEN, cause=str(problem.get('msg') or ''),
                          place=place_in(problem.get('source')) or entry.get('place'),
                          advice=advice(problem.get('advice') or '',
-                                       place_in(problem.get('source'))), msg='')
-            entry['msg'] = sentence(entry)
+                                       place_in(problem.get('source'))))
+            entry.pop('msg', None)
         seen.add((entry['context'], entry['item']))
         out.append(entry)
     for context, problem in by_context.items():

@@ -397,6 +397,10 @@ def audit(host, params):
     # the one evaluation every outlet renders (reports/findings.py)
     result['findings'] = findings.evaluate(
         result, items + (['pids'] if pids_value is not None else []))
+    for row in result['rows']:
+        # the evidence the findings were evaluated from: in the findings, not twice
+        for key in ('places', 'advice_at', 'owed'):
+            row.pop(key, None)
     if job:
         audit_job.settle(result['job_fit'], result['findings'],
                          (result.get('pids') or {}).get('shortfalls'))
