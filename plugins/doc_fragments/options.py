@@ -77,7 +77,7 @@ options:
     description:
       - The container of the C(enroot) probe, the name of an enroot container of the probe user
         (C(enroot create)) or the path of a squashfs image; a login session of the user runs
-        C(enroot start IMAGE cat /proc/self/limits). Without it there is no C(enroot) probe.
+        C(enroot start IMAGE cat /proc/self/limits); without it there is no C(enroot) probe.
     type: str
   slurm_submit_limits:
     description:

@@ -15,19 +15,17 @@ import shlex
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import pam
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Context
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
-from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import Option, RoleVar
+from ansible_collections.gpufleet.tuning.plugins.module_utils.core.options import container_image
 from ansible_collections.gpufleet.tuning.plugins.module_utils.host import probes
 
-IMAGE = Option(
-    'enroot_image', 'str', description=(
+IMAGE = container_image(
+    'enroot', 'enroot', what=(
         'The container of the C(enroot) probe, the name of an enroot container of the probe '
         'user (C(enroot create)) or the path of a squashfs image; a login session of the user '
-        'runs C(enroot start IMAGE cat /proc/self/limits). Without it there is no C(enroot) '
-        'probe.',),
-    role=RoleVar('limits_verify_enroot_image', default='', description=(
-        'An enroot container of O(limits_verify_user) (C(enroot create)) or a squashfs image '
-        'for the enroot probe (C(enroot start IMAGE cat /proc/self/limits) from a login '
-        'session must work); empty skips that probe.',)))
+        'runs C(enroot start IMAGE cat /proc/self/limits)'),
+    role_what=('An enroot container of O(limits_verify_user) (C(enroot create)) or a squashfs '
+               'image for the enroot probe (C(enroot start IMAGE cat /proc/self/limits) from a '
+               'login session must work)'))
 
 
 class Enroot(Context):

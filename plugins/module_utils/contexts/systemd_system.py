@@ -110,6 +110,8 @@ class Manager(Context):
     undone and read the same way for both managers."""
 
     scope = None
+    #: a manager's services and user services run in cgroups with a TasksMax
+    kinds = ('rlimit', 'pids')
 
     def plans(self, request, host, ceiling):
         return plan_manager(self, self.scope, request, host, ceiling)
@@ -129,7 +131,6 @@ class SystemdSystem(Manager):
     name = 'systemd_system'
     scope = sdpaths.SYSTEM
     probe = 'service'
-    kinds = ('rlimit', 'pids')
     pids_dropin = True
     options = (DROPIN,)
     files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')

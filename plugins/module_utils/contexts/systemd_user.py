@@ -22,7 +22,6 @@ class SystemdUser(Manager):
     name = 'systemd_user'
     scope = sdpaths.USER
     probe = 'user_manager'
-    kinds = ('rlimit', 'pids')
     pids_user_slice = True
     files = ('/etc/systemd/user.conf', '/etc/systemd/user.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.USER, None, sdpaths.DROPIN_NAME)

@@ -111,16 +111,19 @@ def spec(options):
     return result
 
 
-def container_image(probe, runtime):
+def container_image(probe, runtime, what=None, role_what=None):
     """The option naming the image of a context's probe that starts a container of
-    ``runtime`` (``docker_image``), with the limits role's variable for it."""
+    ``runtime`` (``docker_image``), with the limits role's variable for it; ``what`` and
+    ``role_what`` replace the descriptions' first sentence for a runtime whose images are not
+    a registry's (enroot)."""
     return Option(
         '%s_image' % probe, 'str', description=(
-            'The image of the C(%s) probe (a new container runs C(cat /proc/self/limits)), '
-            'present or pullable; without it there is no C(%s) probe.' % (probe, probe),),
+            (what or 'The image of the C(%s) probe (a new container runs C(cat '
+             '/proc/self/limits)), present or pullable' % probe)
+            + '; without it there is no C(%s) probe.' % probe,),
         role=RoleVar('limits_verify_%s_image' % probe, default='', description=(
-            'A local or pullable image for the %s probe (C(IMAGE cat /proc/self/limits) must '
-            'work); empty skips that probe.' % runtime,)))
+            (role_what or 'A local or pullable image for the %s probe (C(IMAGE cat '
+             '/proc/self/limits) must work)' % runtime) + '; empty skips that probe.',)))
 
 
 # --- options several modules share that no context owns -----------------------------------

@@ -96,6 +96,16 @@ class Ceiling(object):
         return min(candidates, key=lambda c: c[0])
 
 
+def forced(message, force, refused, warnings):
+    """The one rule for a value above what the host lets a setter set: written with a warning
+    under ``force``, else refused (naming the flag and the role's variable)."""
+    if force:
+        warnings.append(message + ' (written because force=true)')
+    else:
+        refused.append(message + ' (set force=true to write it anyway; limits role: '
+                       'limits_force: true)')
+
+
 def check_request(request, ceiling, force, field='limits', setter='systemd',
                   consequence='services would fail to start'):
     """(errors, warnings) for requested values that would not work on this host.
@@ -120,12 +130,7 @@ def check_request(request, ceiling, force, field='limits', setter='systemd',
             continue
         top, reason = ceiling.hard_ceiling(item)
         if top is not None and limit.hard is not None and model.exceeds(limit.hard, top):
-            message = ('%s.%s: hard %s is above what this host lets %s set: %s; %s'
-                       % (field, name, model.format_human(item, limit.hard), setter, reason,
-                          consequence))
-            if force:
-                warnings.append(message + ' (written because force=true)')
-            else:
-                errors.append(message + ' (set force=true to write it anyway; limits role: '
-                              'limits_force: true)')
+            forced('%s.%s: hard %s is above what this host lets %s set: %s; %s'
+                   % (field, name, model.format_human(item, limit.hard), setter, reason,
+                      consequence), force, errors, warnings)
     return errors, warnings

@@ -184,11 +184,7 @@ def check_ceilings(entries, ceiling, force=False):
                            entry.where, entry.item.name,
                            model.format_human(entry.item, entry.limit.hard),
                            model.format_human(entry.item, top), reason))
-            if force:
-                warnings.append(message + ' (written anyway: force=true)')
-            else:
-                refused.append(message + '; lower it, or set force=true (limits role: '
-                               'limits_force: true)')
+            host_limits.forced(message, force, refused, warnings)
     return refused, warnings
 
 

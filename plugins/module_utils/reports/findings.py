@@ -51,37 +51,39 @@ NOT_APPLIED = 'configured_not_applied'
 #: the context name of the node-wide findings (kernel ceilings, where cores go)
 KERNEL = 'kernel'
 
-#: outlet -> status -> what the outlet does. Each outlet's own vocabulary (the JUnit element,
-#: the SARIF level, the NPD/NFD state, the drain) so that an outlet renders a cell and decides
-#: nothing; :data:`FAILING` says which of its actions count as a failure.
-OUTLETS = {
-    'journal': {OK: 'none', GAP: 'warning', PENDING: 'warning', UNVERIFIED: 'none',
-                NOT_COVERED: 'none', PROBE_ERROR: 'none', NODE_BROKEN: 'err'},
-    'tune': {OK: 'pass', GAP: 'fail', PENDING: 'pending', UNVERIFIED: 'not_verified',
-             NOT_COVERED: 'not_verified', PROBE_ERROR: 'fail', NODE_BROKEN: 'fail'},
-    'junit': {OK: 'passed', GAP: 'failure', PENDING: 'failure', UNVERIFIED: 'skipped',
-              NOT_COVERED: 'skipped', PROBE_ERROR: 'error', NODE_BROKEN: 'error'},
-    'sarif': {OK: 'none', GAP: 'error', PENDING: 'warning', UNVERIFIED: 'none',
-              NOT_COVERED: 'none', PROBE_ERROR: 'none', NODE_BROKEN: 'error'},
-    'gate': {OK: 'pass', GAP: 'fail', PENDING: 'fail', UNVERIFIED: 'pass', NOT_COVERED: 'pass',
-             PROBE_ERROR: 'pass', NODE_BROKEN: 'fail'},
-    'markdown': {OK: 'ok', GAP: 'gap', PENDING: 'pending', UNVERIFIED: 'unverified',
-                 NOT_COVERED: 'not covered', PROBE_ERROR: 'probe error',
-                 NODE_BROKEN: 'broken'},
-    'metrics': {OK: 'compliant', GAP: 'not_compliant', PENDING: 'not_compliant',
-                UNVERIFIED: 'no_sample', NOT_COVERED: 'no_sample', PROBE_ERROR: 'probe_error',
-                NODE_BROKEN: 'not_compliant'},
-    'npd': {OK: 'ok', GAP: 'short', PENDING: 'short', UNVERIFIED: 'unknown', NOT_COVERED: 'ok',
-            PROBE_ERROR: 'unknown', NODE_BROKEN: 'broken'},
-    'nfd': {OK: 'ok', GAP: 'short', PENDING: 'short', UNVERIFIED: 'unknown', NOT_COVERED: 'ok',
-            PROBE_ERROR: 'unknown', NODE_BROKEN: 'broken'},
-    'slurm_health': {OK: 'none', GAP: 'drain', PENDING: 'drain', UNVERIFIED: 'none',
-                     NOT_COVERED: 'none', PROBE_ERROR: 'warn', NODE_BROKEN: 'drain'},
-    'fleet_summary': {OK: 'ok', GAP: 'short', PENDING: 'short', UNVERIFIED: 'unprobed',
-                      NOT_COVERED: 'ok', PROBE_ERROR: 'unprobed', NODE_BROKEN: 'broken'},
-    'job_fit': {OK: 'by_demand', GAP: 'by_demand', PENDING: 'by_demand', UNVERIFIED: 'unknown',
-                NOT_COVERED: 'unknown', PROBE_ERROR: 'unknown', NODE_BROKEN: 'short'},
-}
+#: a node's state per status (in STATUSES order), the row of both node-state outlets
+NODE_CELLS = ('ok', 'short', 'short', 'unknown', 'ok', 'unknown', 'broken')
+
+#: outlet -> status -> what the outlet does, one row per outlet, the cells in STATUSES order.
+#: Each outlet's own vocabulary (the JUnit element, the SARIF level, the NPD/NFD state, the
+#: drain) so that an outlet renders a cell and decides nothing; :data:`FAILING` says which of
+#: its actions count as a failure.
+OUTLETS = dict((outlet, dict(zip(STATUSES, cells))) for outlet, cells in (
+    # outlet          ok           gap              pending          unverified
+    #                 not_covered  probe_error      node_broken
+    ('journal',       ('none',        'warning',       'warning',       'none',
+                       'none',        'none',          'err')),
+    ('tune',          ('pass',        'fail',          'pending',       'not_verified',
+                       'not_verified', 'fail',         'fail')),
+    ('junit',         ('passed',      'failure',       'failure',       'skipped',
+                       'skipped',     'error',         'error')),
+    ('sarif',         ('none',        'error',         'warning',       'none',
+                       'none',        'none',          'error')),
+    ('gate',          ('pass',        'fail',          'fail',          'pass',
+                       'pass',        'pass',          'fail')),
+    ('markdown',      ('ok',          'gap',           'pending',       'unverified',
+                       'not covered', 'probe error',   'broken')),
+    ('metrics',       ('compliant',   'not_compliant', 'not_compliant', 'no_sample',
+                       'no_sample',   'probe_error',   'not_compliant')),
+    # the node state NPD and NFD show (one state: node_state.Verdict renders both)
+    ('npd',           NODE_CELLS),
+    ('nfd',           NODE_CELLS),
+    ('slurm_health',  ('none',        'drain',         'drain',         'none',
+                       'none',        'warn',          'drain')),
+    ('fleet_summary', ('ok',          'short',         'short',         'unprobed',
+                       'ok',          'unprobed',      'broken')),
+    ('job_fit',       ('by_demand',   'by_demand',     'by_demand',     'unknown',
+                       'unknown',     'unknown',       'short'))))
 #: outlet -> the actions that are a failure there (a failing test case, a result, a failed
 #: run, a metric at 0, a NonOK condition, a label false, a drain, a short host, a job that
 #: does not fit)

@@ -303,17 +303,23 @@ def ulimits_append(paths, root='', sticky=None):
     return sticky
 
 
-def _setting(paths, keys, root=''):
-    """[(file:line:col, key)] of ``paths`` that set one of ``keys`` in [containers]."""
-    found = []
-    for other in paths:
-        raw = read_bytes(root + other)
+def _documents(paths, root=''):
+    """(path, scanned document) of each of ``paths`` that exists and parses, in order (a file
+    that does not parse is refused elsewhere)."""
+    for path in paths:
+        raw = read_bytes(root + path)
         if raw is None:
             continue
         try:
-            doc = scan(raw, other)
+            yield path, scan(raw, path)
         except TomlError:
             continue
+
+
+def _setting(paths, keys, root=''):
+    """[(file:line:col, key)] of ``paths`` that set one of ``keys`` in [containers]."""
+    found = []
+    for _path, doc in _documents(paths, root):
         for key in keys:
             entry = doc.get(TABLE, key)
             if entry is not None:
@@ -364,14 +370,7 @@ def pids_limit(root=''):
     """(value, 'file:line:col') of the last containers.conf ``pids_limit`` Podman reads, or
     (None, None)."""
     found = (None, None)
-    for path in config_files(root):
-        raw = read_bytes(root + path)
-        if raw is None:
-            continue
-        try:
-            doc = scan(raw, path)
-        except TomlError:
-            continue
+    for _path, doc in _documents(config_files(root), root):
         entry = doc.get(TABLE, 'pids_limit')
         if entry is not None:
             text = doc.text[entry.value_start:].split('\n', 1)[0].split('#', 1)[0].strip()
