@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write (``--write``) or print the outlet x status table of docs/audit.md from
 plugins/module_utils/reports/findings.py (OUTLETS, FAILING, MEANING): what every outlet does
 with each status of a finding. tests/unit/scripts/test_outlet_table.py fails when the doc is

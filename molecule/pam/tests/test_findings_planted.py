@@ -149,8 +149,8 @@ def test_a_kernel_ceiling_below_its_minimum_fails_where_the_table_says(host, mod
             {'hosts': {'n': dict(result, audited=True)}}, '0')['runs'][0]['results'])
 
 
-def test_a_nologin_service_account_is_measured_through_its_pam_session(host, module,
-                                                                      pristine_pam):
+def test_a_nologin_service_account_is_measured_through_its_pam_session(
+        host, module, pristine_pam):
     host.check_output('getent group gpusvc || groupadd gpusvc')
     host.check_output('id svc || useradd -M -s /usr/sbin/nologin -G gpusvc svc')
     try:

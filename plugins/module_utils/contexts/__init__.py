@@ -166,6 +166,7 @@ def probe_map(configured, units=(), host=None):
                 found.append(entry)
     return found
 
+
 #: the records generic code needs by role, so that no code outside contexts/ names a context
 #: by a string: the login session (pam: the audit's pam_invalid and blocked lines), the system
 #: manager (its units' reports), the Slurm job (the health check's default)

@@ -34,6 +34,8 @@ IMAGE = container_image('podman', 'Podman')
 # or without CAP_SYS_RESOURCE (measured: podman 4.3.1 in a node without it, 20000:20000 and
 # 96367:96367, its own).
 ROOTFUL_DEFAULTS = {'nofile': 1048576, 'nproc': 1048576}
+
+
 class Podman(Context):
     name = 'podman'
     kinds = ('rlimit', 'pids')

@@ -194,8 +194,6 @@ def use_pam_of(run, sshd):
     return None, 'sshd -T failed (UsePAM unknown, taken as yes): %s' % (err or out).strip()[:300]
 
 
-
-
 # --- the record ------------------------------------------------------------------------------
 
 class Ssh(Context):

@@ -54,36 +54,25 @@ KERNEL = 'kernel'
 #: a node's state per status (in STATUSES order), the row of both node-state outlets
 NODE_CELLS = ('ok', 'short', 'short', 'unknown', 'ok', 'unknown', 'broken')
 
-#: outlet -> status -> what the outlet does, one row per outlet, the cells in STATUSES order.
+#: outlet -> status -> what the outlet does, one row per outlet, the cells in STATUSES order
+#: (ok, gap, pending, unverified, not_covered, probe_error, node_broken).
 #: Each outlet's own vocabulary (the JUnit element, the SARIF level, the NPD/NFD state, the
 #: drain) so that an outlet renders a cell and decides nothing; :data:`FAILING` says which of
 #: its actions count as a failure.
 OUTLETS = dict((outlet, dict(zip(STATUSES, cells))) for outlet, cells in (
-    # outlet          ok           gap              pending          unverified
-    #                 not_covered  probe_error      node_broken
-    ('journal',       ('none',        'warning',       'warning',       'none',
-                       'none',        'none',          'err')),
-    ('tune',          ('pass',        'fail',          'pending',       'not_verified',
-                       'not_verified', 'fail',         'fail')),
-    ('junit',         ('passed',      'failure',       'failure',       'skipped',
-                       'skipped',     'error',         'error')),
-    ('sarif',         ('none',        'error',         'warning',       'none',
-                       'none',        'none',          'error')),
-    ('gate',          ('pass',        'fail',          'fail',          'pass',
-                       'pass',        'pass',          'fail')),
-    ('markdown',      ('ok',          'gap',           'pending',       'unverified',
-                       'not covered', 'probe error',   'broken')),
-    ('metrics',       ('compliant',   'not_compliant', 'not_compliant', 'no_sample',
-                       'no_sample',   'probe_error',   'not_compliant')),
+    ('journal', ('none', 'warning', 'warning', 'none', 'none', 'none', 'err')),
+    ('tune', ('pass', 'fail', 'pending', 'not_verified', 'not_verified', 'fail', 'fail')),
+    ('junit', ('passed', 'failure', 'failure', 'skipped', 'skipped', 'error', 'error')),
+    ('sarif', ('none', 'error', 'warning', 'none', 'none', 'none', 'error')),
+    ('gate', ('pass', 'fail', 'fail', 'pass', 'pass', 'pass', 'fail')),
+    ('markdown', ('ok', 'gap', 'pending', 'unverified', 'not covered', 'probe error', 'broken')),
+    ('metrics', ('compliant', 'not_compliant', 'not_compliant', 'no_sample', 'no_sample', 'probe_error', 'not_compliant')),
     # the node state NPD and NFD show (one state: node_state.Verdict renders both)
-    ('npd',           NODE_CELLS),
-    ('nfd',           NODE_CELLS),
-    ('slurm_health',  ('none',        'drain',         'drain',         'none',
-                       'none',        'warn',          'drain')),
-    ('fleet_summary', ('ok',          'short',         'short',         'unprobed',
-                       'ok',          'unprobed',      'broken')),
-    ('job_fit',       ('by_demand',   'by_demand',     'by_demand',     'unknown',
-                       'unknown',     'unknown',       'short'))))
+    ('npd', NODE_CELLS),
+    ('nfd', NODE_CELLS),
+    ('slurm_health', ('none', 'drain', 'drain', 'none', 'none', 'warn', 'drain')),
+    ('fleet_summary', ('ok', 'short', 'short', 'unprobed', 'ok', 'unprobed', 'broken')),
+    ('job_fit', ('by_demand', 'by_demand', 'by_demand', 'unknown', 'unknown', 'unknown', 'short'))))
 #: outlet -> the actions that are a failure there (a failing test case, a result, a failed
 #: run, a metric at 0, a NonOK condition, a label false, a drain, a short host, a job that
 #: does not fit)

@@ -10,7 +10,8 @@ profile. Each probe starts a new process of the context that prints its own chai
 (host/cgroups.py CHAIN_SCRIPT); a user service and a unit's main process are read from the
 host. What is particular to a context (how its chain is read, what sets a container's
 pids.max, its advice) is its record's (Context.pids_chain, pids_source, pids_advice); the
-contexts covered are the records that carry the ``pids`` kind (contexts/kinds.py). Read-only. Private to the collection; docs/limit-model.md (pids) says what is covered."""
+contexts covered are the records that carry the ``pids`` kind (contexts/kinds.py). Read-only.
+Private to the collection; docs/limit-model.md (pids) says what is covered."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type

@@ -126,8 +126,6 @@ def target(path, version):
         'instead of %s' % (versions.format_version(version), cc.ETC_MAIN, path)]
 
 
-
-
 def add_pids_limit(change, value, kernel_max, root=''):
     """The Podman drop-in ``change`` with ``pids_limit`` when what Podman gives a new
     container now (the last containers.conf that sets it, else its built-in 2048) is below

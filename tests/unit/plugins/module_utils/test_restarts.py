@@ -378,8 +378,8 @@ def test_done_steps_are_what_the_profile_call_did_never_what_the_policy_deferred
     assert restarts.done_steps(ACTIONS, None) == []
     assert restarts.done_steps({}, dict(done=[])) == []
     # the engine stops at the first failure: `done` is always the start of the steps
-    assert restarts.done_steps(ACTIONS, dict(done=DONE[:2])) == [('reexec', None),
-                                                                ('daemon_reload', None)]
+    assert restarts.done_steps(ACTIONS, dict(done=DONE[:2])) == [
+        ('reexec', None), ('daemon_reload', None)]
 
 
 def test_done_steps_guess_nothing_from_a_record_that_is_not_one_calls():
