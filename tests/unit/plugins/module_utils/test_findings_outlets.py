@@ -29,6 +29,7 @@ LINK = '/etc/security/limits.d/50-x.conf'
 SLURM_CONF = '/etc/slurm/slurm.conf'
 DROPIN = '/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf'
 SYSCTL = '/etc/sysctl.d/99-site.conf'
+DOCKER_DROPIN = '/etc/systemd/system/docker.service.d/override.conf'
 EXPECTED = {'nofile': {'soft': 16384, 'hard': 16384, 'human': '16384:16384'},
             'nproc': {'soft': 4096, 'hard': 4096, 'human': '4096:4096'}}
 
@@ -79,6 +80,14 @@ CASES = {
         row('slurm_job', 'nofile', 'soft', how='predicted', places={
             'soft': {'path': SLURM_CONF, 'line': 3}, 'hard': {'path': DROPIN, 'line': 4}}),
         row('slurm_job', 'nproc')]),
+    # a docker.service drop-in adding --default-ulimit, reloaded, not restarted, while
+    # daemon.json sets default-ulimits: the values run now, but dockerd refuses its next start
+    'docker_clash': audit(
+        rows=[row('docker', 'nofile'), row('docker', 'nproc'), row('login', 'nofile')],
+        problems=[dict(context='docker', source=DOCKER_DROPIN + ':3', state='running',
+                       msg=DOCKER_DROPIN + ':3 passes --default-ulimit to dockerd and '
+                           '/etc/docker/daemon.json sets "default-ulimits": dockerd would '
+                           'refuse to start at its next restart (remove the flag or the key)')]),
     # a setting not applied yet (dockerd started before daemon.json last changed), a probe
     # that failed, a busy node and a pids gap
     'mixed': audit(
@@ -233,6 +242,16 @@ def test_the_planted_cases_fail_where_the_issue_says_at_the_right_line():
     docker = [f for f in mixed['findings'] if f['context'] == 'docker' and f['item'] == 'nofile']
     assert docker[0]['status'] == findings.PENDING
     assert docker[0]['advice']['action'] == 'restarting docker.service'
+
+
+def test_a_flag_that_will_stop_dockerd_is_owed_not_nothing_owed():
+    # issue 40: the warning said dockerd will refuse to start, the row said nothing is owed
+    clash = CASES['docker_clash']
+    docker = [f for f in clash['findings'] if f['context'] == 'docker']
+    assert docker and all(f['status'] == findings.NODE_BROKEN for f in docker)
+    assert all(f['place'] == {'path': DOCKER_DROPIN, 'line': 3} for f in docker)
+    assert ('docker', 'nofile') in gate_failing(clash) and ('docker', 'nofile') in junit_failing(clash)
+    assert ('login', 'nofile') not in gate_failing(clash)
 
 
 def test_a_job_that_is_short_of_threads_is_not_in_fits():
