@@ -12,27 +12,38 @@ class ModuleDocFragment(object):
     modules take with the same meaning, documented once here (the options declared in
     module_utils/core/options.py are documented by scripts/gen_option_docs.py in options.py)."""
 
-    # The attributes every module documents, with how it supports check mode and diff mode.
-    _ATTRIBUTES = r'''
+    # Modules that change files: full check mode and diff mode.
+    DOCUMENTATION = r'''
 options: {}
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full%s
+    support: full
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: %s
+    support: full
   platform:
     description: Target OS/families that can be operated against.
     support: N/A
     platforms: posix
 '''
 
-    # Modules that change files: full check mode and diff mode.
-    DOCUMENTATION = _ATTRIBUTES % ('', 'full')
-
     # Read-only _info modules.
-    INFO = _ATTRIBUTES % ('\n    details: Read-only; never changes the target.', 'none')
+    INFO = r'''
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Read-only; never changes the target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+'''
 
     # The backup option of the modules that write one file (docker_ulimits, podman_ulimits,
     # crio_ulimits, pam_limits, sysctl_ceilings, systemd_limits).

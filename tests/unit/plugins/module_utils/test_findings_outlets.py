@@ -84,10 +84,10 @@ CASES = {
     # daemon.json sets default-ulimits: the values run now, but dockerd refuses its next start
     'docker_clash': audit(
         rows=[row('docker', 'nofile'), row('docker', 'nproc'), row('login', 'nofile')],
-        problems=[dict(context='docker', source=DOCKER_DROPIN + ':3', state='running',
-                       msg=DOCKER_DROPIN + ':3 passes --default-ulimit to dockerd and '
-                           '/etc/docker/daemon.json sets "default-ulimits": dockerd would '
-                           'refuse to start at its next restart (remove the flag or the key)')]),
+        problems=[dict(context='docker', source=DOCKER_DROPIN + ':3', state='running', msg=(
+            DOCKER_DROPIN + ':3 passes --default-ulimit to dockerd and /etc/docker/daemon.json '
+            'sets "default-ulimits": dockerd would refuse to start at its next restart (remove '
+            'the flag or the key)'))]),
     # a setting not applied yet (dockerd started before daemon.json last changed), a probe
     # that failed, a busy node and a pids gap
     'mixed': audit(
