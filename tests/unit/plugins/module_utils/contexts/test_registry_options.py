@@ -187,14 +187,17 @@ def test_limits_profile_verify_keeps_a_probe_whose_image_is_in_the_mapping(regis
 def quiet_node(monkeypatch, registered):
     """audit() on this test host with the real records' reports of the node replaced by empty
     ones (no context present): only the synthetic record's probe runs."""
+    # patched on each record's class: an older pytest (Python 3.8's) puts a bound method
+    # back on the instance when it undoes an instance patch, which hides later class patches
     for record in registry.REGISTRY:
         if record is not SYNTHETIC:
-            monkeypatch.setattr(record, 'report', lambda auditor, r=record: (
-                {'invalid': []} if r.name == 'pam' else
-                {'units': {}, 'pending': []} if r.name == 'systemd_system' else None, []))
-            monkeypatch.setattr(record, 'configured', lambda report: {})
-            monkeypatch.setattr(record, 'audit_probe', lambda report, auditor: False)
-            monkeypatch.setattr(record, 'problems', lambda report: [])
+            kind = type(record)
+            monkeypatch.setattr(kind, 'report', lambda self, auditor: (
+                {'invalid': []} if self.name == 'pam' else
+                {'units': {}, 'pending': []} if self.name == 'systemd_system' else None, []))
+            monkeypatch.setattr(kind, 'configured', lambda self, report: {})
+            monkeypatch.setattr(kind, 'audit_probe', lambda self, report, auditor: False)
+            monkeypatch.setattr(kind, 'problems', lambda self, report: [])
     monkeypatch.setattr(registry, 'detect', lambda root='': [])
     monkeypatch.setattr(audit, 'pending_actions', lambda reports, host: {})
     monkeypatch.setattr(audit, 'unwritable', lambda present: [])
