@@ -178,8 +178,10 @@ def child_main(stdin=None, stdout=None):
     except audit_failure_types() as exc:
         json.dump(dict(ok=False, msg=getattr(exc, 'msg', str(exc))), stdout)
         return 0
+    # the findings are the one evaluation every outlet renders (reports/findings.py): without
+    # them the outlets would evaluate the rows again, which carry no places
     keep = ('contexts', 'expected', 'gaps', 'errors', 'systemd_pending', 'pam_invalid',
-            'problems', 'kernel', 'rows')
+            'problems', 'kernel', 'rows', 'findings', 'pids', 'core')
     json.dump(dict(ok=True, result=dict((k, result.get(k)) for k in keep),
                    warnings=list(warnings) + host.warnings), stdout)
     return 0

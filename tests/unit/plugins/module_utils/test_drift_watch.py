@@ -434,6 +434,20 @@ def test_child_main_reports_an_audit_error_and_a_result(monkeypatch):
     assert data['ok'] and data['result']['gaps'] == RESULT['gaps']
     assert data['warnings'] == ['daemon.json: odd', 'careful']
 
+    # the findings reach the watch's outlets as the audit evaluated them, with their places
+    # (the rows carry none): a drain reason once lost its file:line without them (issue 40)
+    placed = [dict(context='slurm_job', item='nofile', kind='rlimit', status='gap',
+                   expected='16384:16384', actual='1024:1024', short=['soft', 'hard'],
+                   places={'soft': {'path': '/x.conf', 'line': 4}},
+                   place={'path': '/x.conf', 'line': 4}, cause='', advice=None, how='predicted')]
+    monkeypatch.setattr(dw, 'run_audit', lambda host, params: (
+        dict(RESULT, findings=placed, pids={'expected': '8192'}, core={'pattern': 'core'}), []))
+    out = io.StringIO()
+    dw.child_main(io.StringIO(json.dumps(PARAMS)), out)
+    result = json.loads(out.getvalue())['result']
+    assert result['findings'] == placed
+    assert result['pids'] == {'expected': '8192'} and result['core'] == {'pattern': 'core'}
+
 
 def test_local_host_runs_commands_like_run_command():
     host = dw.LocalHost()
