@@ -296,8 +296,8 @@ def kernel_advice(row, status):
     if row.get('read_only'):
         return ('raise %s on the host that owns this kernel (/proc/sys is read-only here)'
                 % row['name'])
-    return 'run limits_profile with limits_sysctl: {%s: %d} (it writes a sysctl.d file and ' \
-        'applies it)' % (row['name'], row['minimum'])
+    return ('set %s to at least %d with the limits role (limits_sysctl: the sysctl_ceilings '
+            'module writes a sysctl.d file and applies it)' % (row['name'], row['minimum']))
 
 
 def core_findings(core):
@@ -306,11 +306,24 @@ def core_findings(core):
     if not core or core.get('core_limit') is None:
         return []
     status = GAP if core.get('warning') else OK
+    # the advice is core_dumps' own, the one its warning gives
     return [finding(KERNEL, 'core_pattern', 'core', status, expected='cores capped',
                     actual=str(core.get('pattern')), short=['value'] if status == GAP else [],
-                    cause=core.get('warning') or '', advice=advice(
-                        'set core lower in the profile, or point kernel.core_pattern at '
-                        'systemd-coredump' if status == GAP else ''))]
+                    cause=core.get('warning') or '',
+                    advice=advice(core.get('advice') if status == GAP else ''))]
+
+
+def error_status(error, waiting=()):
+    """The status of a probe that gave no values (an ``errors`` entry): not covered where the
+    context does not run, unverified where it could not start now (busy), pending where the
+    context waits for a restart the policy deferred (``waiting``: the tune's), else a probe
+    error. The one rule for the audit and the tune."""
+    kind = error.get('kind')
+    if kind == 'not_running':
+        return NOT_COVERED
+    if kind == 'busy':
+        return UNVERIFIED
+    return PENDING if error.get('context') in waiting else PROBE_ERROR
 
 
 def error_findings(errors, items, covered):
@@ -324,7 +337,7 @@ def error_findings(errors, items, covered):
             continue
         context = str(error.get('context'))
         names = [error['item']] if error.get('item') else (list(items) or [ALL])
-        status = NOT_COVERED if error.get('kind') == 'not_running' else PROBE_ERROR
+        status = error_status(error)
         for item in names:
             if (context, item) in covered:
                 continue
@@ -383,14 +396,6 @@ def evaluate(result, items):
     found += kernel_findings(result.get('kernel'))
     found += core_findings(result.get('core'))
     return found
-
-
-def counts(found):
-    """{status: how many} over ``found`` (every status, 0 included)."""
-    out = dict((status, 0) for status in STATUSES)
-    for entry in found or []:
-        out[entry['status']] += 1
-    return out
 
 
 def of(result):

@@ -92,12 +92,8 @@ def tune_findings(after, profile, waiting):
                 row['owed'] = 'the restart the policy deferred'
         found.append(findings.from_row(row, findings.row_status(row)))
     for error in after.get('errors') or []:
-        kind = error.get('kind')
-        status = (findings.NOT_COVERED if kind == 'not_running' else findings.UNVERIFIED
-                  if kind == 'busy' else findings.PENDING if error.get('context') in waiting
-                  else findings.PROBE_ERROR)
         found.append(findings.finding(str(error.get('context')), error.get('item') or
-                                      findings.ALL, 'rlimit', status,
+                                      findings.ALL, 'rlimit', findings.error_status(error, waiting),
                                       cause=str(error.get('msg') or '')))
     return found
 
@@ -119,10 +115,7 @@ def outcome(profile, after=None, rollback='never', check_mode=False, restart_pol
                 if f['item'] != findings.ALL)
 
     def of_error(error):
-        return findings.action('tune', next(
-            f for f in verdicts if f['item'] == (error.get('item') or findings.ALL)
-            and f['context'] == str(error.get('context')) and f['cause'] == str(
-                error.get('msg') or '')))
+        return findings.action('tune', dict(status=findings.error_status(error, waiting)))
     gaps = after.get('gaps') or []
     errors = after.get('errors') or []
     found = dict(

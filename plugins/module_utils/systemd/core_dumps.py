@@ -201,18 +201,21 @@ def root_risk(limit, where):
     if not large_core(limit) or not where:
         return ''
     size = model.format_human('core', limit.soft)
-    advice = ('set core lower in the profile (0 or a few GiB), or point kernel.core_pattern '
-              'at systemd-coredump or a path on a filesystem set aside for cores')
     store = where.get('store') or {}
     if where.get('kind') == 'path' and store.get('on_root'):
         return ('core %s: kernel.core_pattern %s writes cores to the root filesystem with no size '
                 'cap, so a few crashes of large processes can fill it; %s'
-                % (size, where['pattern'], advice))
+                % (size, where['pattern'], ADVICE))
     if where.get('kind') == 'relative':
         return ("core %s: kernel.core_pattern %s writes cores into each crashing process's "
                 'working directory with no size cap (the root filesystem for a job started '
-                'there); %s' % (size, where['pattern'], advice))
+                'there); %s' % (size, where['pattern'], ADVICE))
     return ''
+
+
+#: what takes the risk of large cores away (root_risk's warning and the audit's finding)
+ADVICE = ('set core lower in the profile (0 or a few GiB), or point kernel.core_pattern at '
+          'systemd-coredump or a path on a filesystem set aside for cores')
 
 
 def section(profile_limits, root=''):
@@ -222,6 +225,7 @@ def section(profile_limits, root=''):
     limit = (profile_limits or {}).get('core')
     where['core_limit'] = model.format_limit('core', limit) if limit is not None else None
     where['warning'] = root_risk(limit, where)
+    where['advice'] = ADVICE if where['warning'] else ''
     return where
 
 

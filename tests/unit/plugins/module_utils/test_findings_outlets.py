@@ -309,3 +309,26 @@ def test_a_kernel_ceiling_s_status_says_what_applies_it(state, read_only, config
     assert found['status'] == status
     if configured:
         assert found['place'] == {'path': SYSCTL, 'line': 2}
+
+
+@pytest.mark.parametrize('error, waiting, status', [
+    (dict(context='docker', kind='not_running'), (), findings.NOT_COVERED),
+    (dict(context='slurm_job', kind='busy'), (), findings.UNVERIFIED),
+    (dict(context='docker', kind='probe'), ('docker',), findings.PENDING),
+    (dict(context='docker', kind='probe'), (), findings.PROBE_ERROR),
+])
+def test_one_rule_for_a_probe_without_values_in_the_audit_and_the_tune(error, waiting, status):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import outcome
+    assert findings.error_status(error, waiting) == status
+    tune = outcome.tune_findings({'errors': [dict(error, msg='x')]}, {}, waiting)
+    assert [f['status'] for f in tune] == [status]
+    if not waiting and status != findings.UNVERIFIED:     # busy: the audit's row is pending
+        audited = findings.evaluate(dict(errors=[dict(error, msg='x')]), ['nofile'])
+        assert [f['status'] for f in audited] == [status]
+
+
+def test_the_core_finding_s_advice_is_core_dumps_own():
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import core_dumps
+    [found] = findings.core_findings(dict(core_limit='unlimited:unlimited', pattern='core',
+                                          warning='core unlimited: ...', advice=core_dumps.ADVICE))
+    assert found['status'] == findings.GAP and found['advice']['action'] == core_dumps.ADVICE
