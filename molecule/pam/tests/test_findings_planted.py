@@ -104,6 +104,10 @@ def test_conf_in_system_auth_is_the_login_cause_at_its_line(host, module, pristi
                                      % (LIMITS_LINE, HPC))
     assert 'could not apply' not in login['cause']
     assert login['advice']['action'] == 'drop conf= from /etc/pam.d/system-auth:%d' % LIMITS_LINE
+    # acted on, the advice closes the gap: the session reads limits.d again (the profile's 16384)
+    host.check_output("sed -i '%ds/ conf=[^ ]*//' /etc/pam.d/system-auth" % LIMITS_LINE)
+    again = finding(audit(module), 'login')
+    assert again['status'] == findings.OK, again
 
 
 def test_a_login_stack_without_pam_limits_is_named_not_limits_d(host, module, pristine_pam):
