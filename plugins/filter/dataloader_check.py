@@ -118,10 +118,14 @@ def classify_failure(record):
                 text_kind='')
 
 
-def ceiling_of(record):
-    """The ceiling a failed run ran into (model/classify.py): its error text and traceback,
-    its measured peaks, and the ceilings the run itself read (its /proc/self/limits, the size
-    of its /dev/shm); {ceiling, evidence, value, peak, source, reason, candidates, summary}."""
+#: a run's label -> the context the answer reads (model/classify.CONTEXTS)
+CONTEXT_OF = {'login': 'login', 'service': 'service', 'container': 'docker', 'pod': 'k8s_pod'}
+
+
+def answer_of(record):
+    """Why a failed run died (model/classify.answer): its error text and traceback in its
+    context, with its measured peaks and the ceilings the run itself read (its
+    /proc/self/limits, the size and use of its /dev/shm) as the evidence."""
     limits = record.get('limits') or {}
     text = '\n'.join(str(record.get(key) or '') for key in ('traceback', 'error'))
     used = _number(record.get('peak_shm_bytes'))
@@ -131,22 +135,27 @@ def ceiling_of(record):
                  threads=_number(record.get('peak_threads')), shm_bytes=used,
                  maps=max(_number(record.get('peak_maps_main')) or 0,
                           _number(record.get('peak_maps_worker')) or 0) or None)
-    ceilings = {'shm': {'value': record.get('shm_size_bytes'),
-                        'source': "the run's /dev/shm (statfs)"}}
-    for item in ('nofile', 'nproc'):
+    given = {}
+    for item in ('nofile', 'nproc', 'memlock'):
         soft = (limits.get(item) or {}).get('soft')
         if item == 'nofile' and record.get('nofile_soft') is not None:
             soft = record['nofile_soft']
-        ceilings[item] = {'value': soft, 'source': "soft %s of the run's /proc/self/limits "
-                                                   "(the audit names its file)" % item}
-    verdict = cl.classify(text, peaks, ceilings)
-    verdict['summary'] = cl.summary(verdict)
-    return verdict
+        if soft is not None:
+            given[item] = {'value': soft, 'source': "soft %s of the run's /proc/self/limits "
+                                                    "(the audit names its file)" % item}
+    evidence = dict(peaks=dict((k, v) for k, v in peaks.items() if v is not None),
+                    ceilings=given, shm_size=_number(record.get('shm_size_bytes')),
+                    shm_peak=used, exit_status=record.get('rc'))
+    context = CONTEXT_OF.get(str(record.get('label') or ''), 'unknown')
+    if context == 'docker' and record.get('engine') == 'podman':
+        context = 'podman'
+    return cl.answer(text, context, [], dict((k, v) for k, v in evidence.items()
+                                             if v not in (None, {}, [])))
 
 
 def classified(record):
     """The record with its failure classified (classify_failure): exhausted, fd_exhausted,
-    exhausted_how, cause, and ``ceiling`` (ceiling_of); a run that passed gets none of it."""
+    exhausted_how, cause, and ``answer`` (answer_of); a run that passed gets none of it."""
     if record.get('ok') or record.get('cause'):
         return record
     found = classify_failure(record)
@@ -154,21 +163,24 @@ def classified(record):
     record['fd_exhausted'] = found['kind'] == 'nofile'
     record['exhausted_how'] = found['how']
     record['cause'] = found['cause']
-    record['ceiling'] = ceiling_of(record)
+    record['answer'] = answer_of(record)
     return record
 
 
 def _ceiling_words(record):
-    """'; ceiling nofile' for a failed run whose ceiling is known, '; ceiling pids.max or
-    nproc (no measured peak reached one)' where the error fits several, else ''."""
-    verdict = record.get('ceiling')
-    if not isinstance(verdict, dict):
+    """'; ceiling nofile' for a failed run whose answer names a ceiling, '; not a limit
+    (cuda-fork)', '; ceiling pids.max or nproc (to decide: ...)' where the evidence does not
+    decide, else ''."""
+    found = record.get('answer')
+    if not isinstance(found, dict):
         return ''
-    if verdict.get('ceiling') not in (None, '', cl.UNKNOWN):
-        return '; ceiling %s' % verdict['ceiling']
-    if verdict.get('candidates'):
-        return '; ceiling %s (no measured peak reached one)' % ' or '.join(
-            c for c in verdict['candidates'])
+    if found.get('verdict') == cl.LIMIT:
+        return '; ceiling %s' % found['ceiling']
+    if found.get('verdict') == cl.NOT_A_LIMIT:
+        return '; not a limit (%s)' % found['why']
+    if found.get('candidates'):
+        return '; ceiling %s (to decide: %s)' % (' or '.join(found['candidates']),
+                                                  found.get('decide') or 'no evidence')
     return ''
 
 
@@ -292,7 +304,8 @@ def dataloader_check_report(contexts, canary=None, host='', canary_enabled=True,
             parts.append('canary failed as expected at nofile %s (%s)'
                          % (entry['nofile_soft'], last_line(entry['error'], 70)))
     for name in sorted(contexts or {}):
-        record = classified(dict(_RESULT_DEFAULTS, **(contexts[name] or {})))
+        record = classified(dict(_RESULT_DEFAULTS, **dict({'label': name},
+                                                          **(contexts[name] or {}))))
         report['contexts'][name] = record
         limit = '%s/%s' % (record.get('nofile_soft'), record.get('nofile_hard'))
         shown = '%s (%s)' % (name, record['engine']) if record.get('engine') else name

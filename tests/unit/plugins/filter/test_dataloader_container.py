@@ -57,7 +57,9 @@ def test_the_report_names_the_engine_of_the_container_context():
         canary_enabled=False, host='n1')
     assert report['contexts']['container']['engine'] == 'podman'
     assert 'container (podman) FAILED (shm ran out) nofile 20000/20000' in report['summary']
+    # a container's ENOSPC with no path is its /dev/shm (model/classify.answer)
     assert report['problems'] == ['container (podman): RuntimeError: ... No space left on '
-                                  'device (28) (nofile 20000/20000)']
+                                  'device (28) (nofile 20000/20000; ceiling shm)']
+    assert report['contexts']['container']['answer']['context'] == 'podman'
     assert report['summary'].startswith('n1: FAILED: container (podman) FAILED')
     assert '; login ok 1.00 samples/s' in report['summary']

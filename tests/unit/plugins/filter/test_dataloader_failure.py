@@ -188,20 +188,26 @@ def test_the_job_fit_line_of_a_run_that_failed_on_no_limit_says_so():
         '(EOFError:) (nofile 4096 for a predicted 4068 per process, headroom 1.01x)')
 
 
-def test_a_failed_run_names_its_ceiling_from_the_classifier():
-    """The role's record carries the classifier's verdict: the ceiling, the line that shows
-    it, and where the error fits two ceilings (a thread that could not start), no verdict
-    without a measured peak at one of them."""
+def test_a_failed_run_carries_the_answer_of_why_it_died():
+    """The role's record carries model/classify.answer: the ceiling, the line that shows it,
+    the value the run read; where the error fits two ceilings (a thread that could not start)
+    and nothing decides (no context, no value reached), what would decide it."""
     record = parsed(error="RuntimeError: can't start new thread", peak_threads=40,
-                    peak_fds=30, traceback='Traceback ...\nRuntimeError: can\'t start new thread')
-    verdict = record['ceiling']
-    assert verdict['ceiling'] == 'unknown' and verdict['candidates'] == ['pids.max', 'nproc']
+                    peak_fds=30, traceback='Traceback ...\nRuntimeError: can\'t start new thread',
+                    label='')
+    found = record['answer']
+    assert found['verdict'] == 'unknown' and found['candidates'] == ['pids.max', 'nproc']
     report = dc.dataloader_check_report({'login': record}, None, 'gpu-01', False)
-    assert report['problems'][0].endswith(
-        '; ceiling pids.max or nproc (no measured peak reached one))')
+    assert "; ceiling pids.max or nproc (to decide: the job cgroup's pids.max" in report[
+        'problems'][0]
     record = parsed(error="RuntimeError: can't start new thread", peak_threads=4095,
                     peak_fds=30, limits={'nofile': {'soft': 4096, 'hard': 4096},
                                          'nproc': {'soft': 4096, 'hard': 4096}})
-    assert record['ceiling']['ceiling'] == 'nproc'
-    assert record['ceiling']['evidence'] == "RuntimeError: can't start new thread"
-    assert "soft nproc of the run's /proc/self/limits" in record['ceiling']['source']
+    found = record['answer']
+    assert (found['verdict'], found['ceiling'], found['value']) == ('limit', 'nproc', 4096)
+    assert found['line'] == "RuntimeError: can't start new thread"
+    assert "soft nproc of the run's /proc/self/limits" in found['place']
+    assert found['reason'] == "the job's 4095 threads reached RLIMIT_NPROC 4096"
+    # the run's context is its label: a service's thread error without values is pids.max's
+    record = parsed(error="RuntimeError: can't start new thread", label='service')
+    assert record['answer']['ceiling'] == 'pids.max'
