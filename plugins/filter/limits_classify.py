@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
@@ -55,6 +57,8 @@ def limits_classify(text, context='unknown', audit=None, evidence=None):
     if wrong:
         raise AnsibleFilterError('limits_classify: evidence.ceilings: unknown ceiling(s) %s; '
                                  'known: %s' % (', '.join(wrong), ', '.join(cl.CEILINGS)))
+    if evidence.get('exit_status') not in (None, ''):
+        evidence['exit_status'] = exit_status(evidence['exit_status'])
     if isinstance(audit, list):
         found = audit
     else:
@@ -64,8 +68,52 @@ def limits_classify(text, context='unknown', audit=None, evidence=None):
     return cl.answer(text, context, found, evidence)
 
 
+def classify_slurm_fields(text):
+    """{key: value} of ``scontrol -o show job`` (one line of key=value pairs; a value runs
+    to the next key, as Command= and StdErr= may hold spaces)."""
+    found = {}
+    for match in re.finditer(r'(?:^|\s)([A-Za-z:/]+)=(.*?)(?=\s+[A-Za-z:/]+=|$)',
+                             str(text or '').strip()):
+        found.setdefault(match.group(1), match.group(2))
+    return found
+
+
+def exit_status(value):
+    """An exit status as a shell reports it: sacct's ``EXIT:SIGNAL`` (``0:9``: killed by
+    SIGKILL) as 128 + the signal, a number as is, else None."""
+    text = str(value or '').strip()
+    if ':' in text:
+        code, signal = text.split(':', 1)
+        if signal.isdigit() and int(signal):
+            return 128 + int(signal)
+        text = code
+    return int(text) if text.isdigit() else None
+
+
+def classify_node_evidence(text, context='unknown'):
+    """The evidence classify_failure.yml reads on the node (lines ``shm_size BLOCKS SIZE``,
+    ``remove_ipc true|false``, ``linger yes|no``, then ``--- kernel log`` and the log) as
+    limits_classify's evidence; /dev/shm's size only outside containers (a container has its
+    own)."""
+    head, _sep, log = str(text or '').partition('--- kernel log')
+    found = {}
+    for line in head.splitlines():
+        parts = line.split()
+        if parts[:1] == ['shm_size'] and len(parts) == 3 and context not in cl.CONTAINERS:
+            found['shm_size'] = int(parts[1]) * int(parts[2])
+        elif parts[:1] == ['remove_ipc'] and len(parts) == 2:
+            found['remove_ipc'] = 'yes' if parts[1] in ('true', 'yes') else 'no'
+        elif parts[:1] == ['linger'] and len(parts) == 2:
+            found['linger'] = parts[1] == 'yes'
+    if log.strip():
+        found['kernel_log'] = log.strip()
+    return found
+
+
 class FilterModule(object):
     """gpufleet.tuning filters that answer why a job died."""
 
     def filters(self):
-        return {'limits_classify': limits_classify}
+        return {'limits_classify': limits_classify,
+                'classify_slurm_fields': classify_slurm_fields,
+                'classify_node_evidence': classify_node_evidence}

@@ -352,16 +352,25 @@ def ruled_out(ceiling, context, findings, evidence):
     return ''
 
 
-def _memory_evidence(evidence):
+_OOM_LOG = re.compile(r'oom[_-]kill|Out of memory: Kill|Memory cgroup out of memory', _I)
+_KILLED_PID = re.compile(r'Killed process (\d+)')
+_PIDS = re.compile(r'\bpid(?:\(s\))?[ =:]+([\d, ]+)', _I)
+
+
+def _memory_evidence(evidence, pids=()):
     """Node evidence of a memory kill: the cgroup's oom_kill, Slurm's OUT_OF_MEMORY, or a
     kernel log line of the OOM killer; '' when none."""
     evidence = evidence or {}
     if number(evidence.get('oom_kill')):
         return "the job's memory cgroup counted %s oom_kill" % evidence['oom_kill']
-    if str(evidence.get('job_state') or '').upper().startswith('OUT_OF_ME'):
-        return 'Slurm says the job ended %s' % evidence['job_state']
-    line = _last(re.compile(r'oom[_-]kill|Out of memory: Kill|Memory cgroup out of memory',
-                            _I), str(evidence.get('kernel_log') or '').splitlines())
+    state = str(evidence.get('job_state') or '')
+    if state.upper().startswith('OUT_OF_ME') or state == 'OOMKilled':
+        return 'the job ended %s' % state
+    line = _last(_OOM_LOG, str(evidence.get('kernel_log') or '').splitlines())
+    killed = _KILLED_PID.search(line)
+    if killed and pids and killed.group(1) not in pids:
+        # an OOM kill of another process than the job's
+        return ''
     return 'the kernel log: %s' % line if line else ''
 
 
@@ -457,7 +466,8 @@ def answer(text, context='unknown', findings=None, evidence=None):
     if stated and evidence.get('rlimit_nproc') is None:
         evidence['rlimit_nproc'] = stated.group(1)
     rule, line = read(text)
-    memory = _memory_evidence(evidence)
+    pids = set(re.findall(r'\d+', ' '.join(m.group(1) for m in _PIDS.finditer(text))))
+    memory = _memory_evidence(evidence, pids)
     if rule is None and evidence.get('kernel_log'):
         rule, line = read(evidence['kernel_log'])
     out = {}

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Slurm health check and prolog: the drift watch's audit, judged for a Slurm node.
 
-Two modes of the watch's entry point (drift_watch.py dispatches to :func:`main`):
+Three modes of the watch's entry point (drift_watch.py dispatches to :func:`main`):
 
 ``slurm-health``
     slurmd's ``HealthCheckProgram`` (or a site's NHC calling it): runs the node's audit (the
@@ -22,6 +22,13 @@ Two modes of the watch's entry point (drift_watch.py dispatches to :func:`main`)
     stays and the health check can resume the node). An audit that cannot run exits 0: the
     job is not failed for the check's own trouble.
 
+``slurm-epilog``
+    slurmd's ``Epilog`` (root, after the job): for a job that did not end with exit status 0,
+    reads the tail of the job's own output file as the job's user, answers why it died
+    (model/classify.answer in the slurm_job context, with the audit's findings for the job's
+    user and the job's exit code and state from ``scontrol show job``) and appends the answer
+    to that file, as the prolog does. It always exits 0 (a failed Epilog drains the node).
+
 What drains is the audit's findings (reports/findings.py) whose findings.OUTLETS['slurm_health']
 cell is ``drain`` (a gap, a setting not applied yet, a context where no session opens), for the
 contexts jobs depend on and the node-wide ones (kernel ceilings, a broken PAM stack); their
@@ -38,6 +45,7 @@ import subprocess
 import sys
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
 
@@ -55,6 +63,8 @@ PREDICTED = (registry.SLURM.probe,)
 DEFAULT_HEALTH_TIMEOUT = 40
 #: a Prolog should finish within MessageTimeout (default 10 s, slurm.conf(5))
 DEFAULT_PROLOG_TIMEOUT = 8
+#: how much of a failed job's output the epilog reads (its end: the error)
+TAIL_BYTES = 65536
 #: longest reason set: one line in `sinfo -R`
 MAX_REASON = 160
 
@@ -206,25 +216,96 @@ def job_file(environ):
     return path
 
 
-def tell_job(environ, line):
-    """Append ``line`` to the job's file (:func:`job_file`) as the job's user (SLURM_JOB_UID,
-    SLURM_JOB_GID; the path is the user's: never written as root). The file written, or ''."""
-    path = job_file(environ)
+def as_the_job_user(environ):
+    """A preexec_fn that drops to the job's user (SLURM_JOB_UID, SLURM_JOB_GID), or None when
+    the environment does not name them."""
     uid, gid = environ.get('SLURM_JOB_UID') or '', environ.get('SLURM_JOB_GID') or ''
-    if path is None or not uid.isdigit() or not gid.isdigit():
-        return ''
+    if not uid.isdigit() or not gid.isdigit():
+        return None
 
-    def as_the_user():
+    def drop():
         os.setgroups([])
         os.setgid(int(gid))
         os.setuid(int(uid))
+    return drop
 
+
+def read_job_tail(environ, size=TAIL_BYTES):
+    """The last ``size`` bytes of the job's file (:func:`job_file`), read as the job's user
+    (the path is the user's: never read as root); '' when there is none."""
+    path, drop = job_file(environ), as_the_job_user(environ)
+    if path is None or drop is None:
+        return ''
+    try:
+        # slurmd runs the epilog with no AnsibleModule (plain Python): see tell_job
+        done = subprocess.run(  # pylint: disable=ansible-bad-function
+            ['tail', '-c', str(size), path], preexec_fn=drop, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ''
+    return done.stdout.decode('utf-8', 'replace') if done.returncode == 0 else ''
+
+
+def job_end(host, job):
+    """(exit status, state) of a job from ``scontrol -o show job`` (ExitCode=CODE:SIGNAL, a
+    signal as 128 + it; JobState); (None, '') when slurmctld does not answer."""
+    rc, out, _err = host.run_command(['scontrol', '-o', 'show', 'job', str(job)])
+    if rc != 0:
+        return None, ''
+    code = re.search(r'\bExitCode=(\d+):(\d+)', out)
+    state = re.search(r'\bJobState=(\S+)', out)
+    status = None
+    if code:
+        status = 128 + int(code.group(2)) if int(code.group(2)) else int(code.group(1))
+    return status, state.group(1) if state else ''
+
+
+def epilog(args, child_command, environ, host):
+    """The epilog mode (see the module docstring): one line on stdout, always exit 0."""
+    job = environ.get('SLURM_JOB_ID') or ''
+    status, state = job_end(host, job) if job else (None, '')
+    if status == 0:
+        sys.stdout.write('OK: job %s ended with exit status 0\n' % job)
+        return 0
+    text = read_job_tail(environ)
+    found = []
+    try:
+        params = drift_watch.read_profile(args.profile)
+    except drift_watch.ProfileError:
+        params = None
+    if params is not None:
+        params['user'] = environ.get('SLURM_JOB_USER') or params['user']
+        params['probe_only'] = []
+        params['units'] = []
+        outcome = drift_watch.audit_in_child(child_command, params,
+                                             args.timeout or DEFAULT_PROLOG_TIMEOUT)
+        if outcome.reason is None:
+            found = findings.of(outcome.result)
+    evidence = dict((k, v) for k, v in (('exit_status', status), ('job_state', state))
+                    if v not in (None, ''))
+    answer = classify.answer(text, registry.SLURM.probe, found, evidence)
+    line = 'gpufleet-slurm-epilog: job %s (%s, exit status %s): %s' % (
+        job or '?', state or '?', status if status is not None else '?', answer['summary'])
+    if answer['fix']:
+        line += '; fix: %s' % answer['fix'][0]
+    told = tell_job(environ, line)
+    sys.stdout.write('%s%s\n' % (line, '; told the job in %s' % told if told else ''))
+    sys.stdout.flush()
+    return 0
+
+
+def tell_job(environ, line):
+    """Append ``line`` to the job's file (:func:`job_file`) as the job's user (SLURM_JOB_UID,
+    SLURM_JOB_GID; the path is the user's: never written as root). The file written, or ''."""
+    path, drop = job_file(environ), as_the_job_user(environ)
+    if path is None or drop is None:
+        return ''
     # slurmd runs the prolog with no AnsibleModule (plain Python), and run_command cannot drop
     # to the job's user before the write: ansible-test's "call run_command" cannot apply
     try:
         done = subprocess.call(  # pylint: disable=ansible-bad-function
             ['/bin/sh', '-c', 'printf "%s\\n" "$1" >> "$2"', 'sh', line, path],
-            preexec_fn=as_the_user, stdin=subprocess.DEVNULL,
+            preexec_fn=drop, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return ''
@@ -236,6 +317,8 @@ def run(args, child_command, environ=None, host=None):
     prints one line, returns the exit status."""
     environ = os.environ if environ is None else environ
     host = host or drift_watch.LocalHost()
+    if args.mode == 'slurm-epilog':
+        return epilog(args, child_command, environ, host)
     prolog = args.mode == 'slurm-prolog'
     contexts = [c for c in (args.contexts or ','.join(DEFAULT_CONTEXTS)).split(',') if c]
     timeout = args.timeout or (DEFAULT_PROLOG_TIMEOUT if prolog else DEFAULT_HEALTH_TIMEOUT)
@@ -273,11 +356,13 @@ def run(args, child_command, environ=None, host=None):
 
 def add_arguments(parse):
     """The options of the Slurm modes on the watch's parser."""
-    parse.add_argument('--mode', choices=('metrics', 'slurm-health', 'slurm-prolog'),
+    parse.add_argument('--mode', choices=('metrics', 'slurm-health', 'slurm-prolog',
+                                          'slurm-epilog'),
                        default='metrics',
                        help='metrics: the timer\'s audit (default); slurm-health: slurmd\'s '
                             'HealthCheckProgram (Nagios exit codes, drain/resume); '
-                            'slurm-prolog: slurmd\'s Prolog (fails the job on a gap)')
+                            'slurm-prolog: slurmd\'s Prolog (fails the job on a gap); '
+                            'slurm-epilog: slurmd\'s Epilog (tells a failed job why it died)')
     parse.add_argument('--contexts', default=None,
                        help='Slurm modes: comma-separated contexts to judge (default %s)'
                             % ','.join(DEFAULT_CONTEXTS))

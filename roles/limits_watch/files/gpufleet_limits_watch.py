@@ -7,7 +7,7 @@ Installed next to a copy of the collection's module_utils
 (``ansible_collections/gpufleet/tuning/plugins/module_utils/`` below this file's directory) and
 run by gpufleet-limits-watch.service with ``python3 -I -S``: the standard library and those
 files only, no Ansible on the node. The work is in module_utils/run/drift_watch.py, the Slurm
-modes (``--mode slurm-health``, ``--mode slurm-prolog``) in module_utils/run/slurm_health.py.
+modes (``--mode slurm-health``, ``--mode slurm-prolog``, ``--mode slurm-epilog``) in module_utils/run/slurm_health.py.
 """
 import os
 import sys
