@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
 
 _RESULT_DEFAULTS = {
@@ -118,8 +119,9 @@ def classify_failure(record):
                 text_kind='')
 
 
-#: a run's label -> the context the answer reads (model/classify.CONTEXTS)
-CONTEXT_OF = {'login': 'login', 'service': 'service', 'container': 'docker', 'pod': 'k8s_pod'}
+#: a run's label -> the record of the context it ran in (the answer's classify.Where)
+CONTEXT_OF = dict([(registry.PAM.probe, registry.PAM), (registry.SYSTEM.probe, registry.SYSTEM),
+                   ('container', registry.DOCKER), ('pod', registry.CRI)])
 
 
 def answer_of(record):
@@ -146,11 +148,12 @@ def answer_of(record):
     evidence = dict(peaks=dict((k, v) for k, v in peaks.items() if v is not None),
                     ceilings=given, shm_size=_number(record.get('shm_size_bytes')),
                     shm_peak=used, exit_status=record.get('rc'))
-    context = CONTEXT_OF.get(str(record.get('label') or ''), 'unknown')
-    if context == 'docker' and record.get('engine') == 'podman':
-        context = 'podman'
-    return cl.answer(text, context, [], dict((k, v) for k, v in evidence.items()
-                                             if v not in (None, {}, [])))
+    record_of = CONTEXT_OF.get(str(record.get('label') or ''))
+    if record_of is registry.DOCKER and record.get('engine'):
+        record_of = registry.probed(record['engine'])
+    where = record_of.job_context() if record_of else registry.job_context(None, text)
+    return cl.answer(text, where, [], dict((k, v) for k, v in evidence.items()
+                                           if v not in (None, {}, [])))
 
 
 def classified(record):

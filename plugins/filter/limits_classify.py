@@ -12,6 +12,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings as fd
 
@@ -44,9 +45,10 @@ def limits_classify(text, context='unknown', audit=None, evidence=None):
     kernel rows without a minimum as ceilings) or a list of findings."""
     if isinstance(text, (list, tuple)):
         text = '\n'.join(str(line) for line in text)
-    if context not in cl.CONTEXTS:
+    known = registry.PROBED + [cl.UNKNOWN]
+    if context not in known:
         raise AnsibleFilterError('limits_classify: context %r is not one of %s'
-                                 % (context, ', '.join(cl.CONTEXTS)))
+                                 % (context, ', '.join(known)))
     evidence = dict(_mapping(evidence, 'evidence'))
     unknown = sorted(set(evidence) - set(cl.EVIDENCE))
     if unknown:
@@ -65,7 +67,7 @@ def limits_classify(text, context='unknown', audit=None, evidence=None):
         audit = _mapping(audit, 'audit')
         found = fd.of(audit) if audit else []
         evidence['ceilings'] = dict(kernel_ceilings(audit), **given)
-    return cl.answer(text, context, found, evidence)
+    return cl.answer(text, registry.job_context(context, text), found, evidence)
 
 
 def classify_slurm_fields(text):
@@ -96,10 +98,11 @@ def classify_node_evidence(text, context='unknown'):
     limits_classify's evidence; /dev/shm's size only outside containers (a container has its
     own)."""
     head, _sep, log = str(text or '').partition('--- kernel log')
+    own_ipc = registry.job_context(context).own_ipc
     found = {}
     for line in head.splitlines():
         parts = line.split()
-        if parts[:1] == ['shm_size'] and len(parts) == 3 and context not in cl.CONTAINERS:
+        if parts[:1] == ['shm_size'] and len(parts) == 3 and not own_ipc:
             found['shm_size'] = int(parts[1]) * int(parts[2])
         elif parts[:1] == ['remove_ipc'] and len(parts) == 2:
             found['remove_ipc'] = 'yes' if parts[1] in ('true', 'yes') else 'no'

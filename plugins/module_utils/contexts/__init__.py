@@ -13,6 +13,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd_cri
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import crio
@@ -173,3 +176,19 @@ def probe_map(configured, units=(), host=None):
 PAM = pam.CONTEXT
 SYSTEM = systemd_system.CONTEXT
 SLURM = slurm.CONTEXT
+#: the container contexts, for the DataLoader check's container and pod runs
+DOCKER = docker.CONTEXT
+PODMAN = podman.CONTEXT
+CRI = containerd_cri.CONTEXT
+
+
+def job_context(probe=None, text=''):
+    """Where a job ran, as the failure classifier reads it (classify.Where): the record probed
+    as ``probe``; for None or 'unknown', the record whose ``shown_by`` a line of ``text``
+    matches, else classify.NOWHERE. KeyError for a name no record probes."""
+    if probe not in (None, '', classify.UNKNOWN):
+        return probed(probe).job_context()
+    for context in REGISTRY:
+        if context.shown_by and re.search(context.shown_by, str(text or ''), re.M):
+            return context.job_context()
+    return classify.NOWHERE

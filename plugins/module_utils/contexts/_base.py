@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
+
 
 class NotCovered(Exception):
     """A context the pids probe does not cover (ssh, k8s_pod)."""
@@ -139,6 +141,18 @@ class Context(object):
     #: pids: its new processes are containers, whose own cgroup decides unless a user slice
     #: holds them (run/pids_audit.source_of)
     pids_container = False
+    #: the failure classifier (model/classify.py, "why did my job die"): a job here has its
+    #: own /dev/shm and IPC namespace (a container: logind's RemoveIPC does not reach it, its
+    #: runtime sizes /dev/shm); the task limit a thread that cannot start here usually meets
+    #: first (``pids.max`` or ``nproc``; None: only the values decide); a line of a job's
+    #: output that shows it ran here (a regex, for a caller that did not say where)
+    own_ipc = False
+    task_limit = None
+    shown_by = None
+
+    def job_context(self):
+        """Where a job ran here, as the failure classifier reads it (classify.Where)."""
+        return classify.Where(self.probe, self.own_ipc, self.task_limit)
 
     # --- configured: detection and planning (limits_profile) ---------------------------
 

@@ -111,6 +111,8 @@ CRI_CLIENT = Option('cri_client', 'list', elements='str', default=[], descriptio
 class ContainerdCri(Context):
     name = 'containerd_cri'
     probe = 'k8s_pod'
+    own_ipc = True
+    task_limit = 'pids.max'
     units = (UNIT,)
     files = (CONFIG, 'base_runtime_spec files', '/etc/systemd/system/containerd.service.d/*.conf')
     path = PATH

@@ -100,6 +100,8 @@ IMAGE = container_image('docker', 'Docker')
 class Docker(Context):
     name = 'docker'
     probe = 'docker'
+    own_ipc = True
+    task_limit = 'pids.max'
     kinds = ('rlimit', 'pids')
     pids_container = True
     path = PATH

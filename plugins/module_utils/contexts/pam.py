@@ -30,6 +30,9 @@ PATH = Option('pam_path', 'path', default=TARGET, description=(
 class Pam(Context):
     name = 'pam'
     probe = 'login'
+    task_limit = 'nproc'
+    # argv[0] '-bash': a login shell's own error lines
+    shown_by = r'^-bash: '
     kinds = ('rlimit', 'pids')
     pids_user_slice = True
     files = (LIMITS_CONF, LIMITS_DIR + '/*.conf')

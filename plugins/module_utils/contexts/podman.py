@@ -42,6 +42,8 @@ class Podman(Context):
     pids_dropin = True
     pids_container = True
     probe = 'podman'
+    own_ipc = True
+    task_limit = 'pids.max'
     files = rtpaths.CONTAINERS_MAIN_FILES + (rtpaths.CONTAINERS_DROPIN_DIR + '/*.conf',)
     path = PATH
     image = IMAGE

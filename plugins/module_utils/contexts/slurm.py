@@ -154,6 +154,8 @@ SUBMIT = Option('slurm_submit_limits', 'dict', default={}, description=(
 class Slurm(Context):
     name = 'slurm'
     probe = 'slurm_job'
+    task_limit = 'nproc'
+    shown_by = r'^slurmstepd(-\S+)?: '
     kinds = ('rlimit', 'pids')
     units = (UNIT,)
     files = (rtpaths.SLURM_CONF, '/etc/systemd/system/slurmd.service.d/*.conf')

@@ -198,6 +198,7 @@ def use_pam_of(run, sshd):
 
 class Ssh(Context):
     probe = 'ssh'
+    task_limit = 'nproc'
     files = (SSHD_CONFIG, SSHD_CONFIG + '.d/*.conf', '/etc/pam.d/sshd', LIMITS_CONF,
              LIMITS_DIR + '/*.conf', '/etc/systemd/system/ssh.service.d/*.conf',
              '/etc/systemd/system/sshd.service.d/*.conf')

@@ -131,6 +131,7 @@ class SystemdSystem(Manager):
     name = 'systemd_system'
     scope = sdpaths.SYSTEM
     probe = 'service'
+    task_limit = 'pids.max'
     pids_dropin = True
     options = (DROPIN,)
     files = ('/etc/systemd/system.conf', '/etc/systemd/system.conf.d/*.conf')

@@ -4,9 +4,10 @@
 """Why did my job die: the ceiling behind a failure, from its error text and the node's own
 evidence (issue 41; docs/job-shape.md, "Why did my job die").
 
-:func:`answer` reads an error text (a traceback, a job's output, a kernel log) in the context
-the job ran in, with the node's evidence (measured peaks, the memory cgroup's events, the exit
-status, /dev/shm's size and use, logind's RemoveIPC) and the audit's findings for that context
+:func:`answer` reads an error text (a traceback, a job's output, a kernel log; the rules are
+model/failure_text.py's) where the job ran (:data:`Where`, which contexts/ declares per
+record), with the node's evidence (measured peaks, the memory cgroup's events, the exit status,
+/dev/shm's size and use, logind's RemoveIPC) and the audit's findings for that context
 (reports/findings.py: the one evaluation the audit renders), and returns one answer:
 
 * ``verdict``: ``limit`` (a ceiling is named), ``not_a_limit`` (the text shows a failure that
@@ -15,13 +16,14 @@ status, /dev/shm's size and use, logind's RemoveIPC) and the audit's findings fo
   ``decide`` says what would);
 * ``ceiling`` (one of :data:`CEILINGS`), ``value`` (what the job had there: a value the text
   or the job states, else the finding's), ``place`` (``path:line`` that sets it: the finding's),
-  ``fix`` (the profile change and the job-shape change), ``evidence`` (the lines and facts
-  used), ``ruled_out`` ({ceiling: why}: evidence beats text), ``candidates``, ``why`` (the
-  tag of a failure that is not a limit), ``line`` (the decisive line), ``summary``.
+  ``fix`` (the finding's own advice, then the profile change and the job-shape change),
+  ``evidence`` (the lines and facts used), ``ruled_out`` ({ceiling: why}: evidence beats text),
+  ``candidates``, ``why`` (the tag of a failure that is not a limit), ``line`` (the decisive
+  line), ``summary``.
 
 Evidence beats text: a measured peak far below its ceiling, a /dev/shm that never filled, an
-``RLIMIT_NPROC`` the text prints that is far above the threads, or a finding that says the
-ceiling is unlimited rules a ceiling out; a memory cgroup's ``oom_kill`` rules a memory kill in.
+``RLIMIT_NPROC`` the text prints that is far above any job, or a finding that says the ceiling
+is unlimited rules a ceiling out; a memory cgroup's ``oom_kill`` rules a memory kill in.
 
 Plain Python (no Ansible import), runs on Python 3.8 targets and on the controller.
 """
@@ -30,19 +32,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
 from collections import namedtuple
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import ceilings
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import failure_text as ft
 
 LIMIT, NOT_A_LIMIT, UNKNOWN = 'limit', 'not_a_limit', 'unknown'
 VERDICTS = (LIMIT, NOT_A_LIMIT, UNKNOWN)
+#: where a job ran, as the classifier needs it: the context's name (the audit's, for its
+#: findings), whether it has its own /dev/shm and IPC (a container: logind's RemoveIPC does not
+#: reach it, its runtime sizes /dev/shm) and the task limit a thread that cannot start there
+#: usually meets first (None: the values must decide). contexts/ declares it per record
+#: (registry.job_context).
+Where = namedtuple('Where', 'name own_ipc task_limit')
+NOWHERE = Where(UNKNOWN, False, None)
 #: every ceiling the collection manages or audits, then the memory cgroup (no rlimit: a kill)
 CEILINGS = ('nofile', 'nproc', 'pids.max', 'memlock', 'shm', 'removeipc') + \
     ceilings.names('cause') + ('core', 'memory')
-#: where a job ran (the audit's context names; unknown when not said)
-CONTEXTS = ('login', 'ssh', 'service', 'docker', 'podman', 'k8s_pod', 'slurm_job', 'unknown')
-CONTAINERS = ('docker', 'podman', 'k8s_pod')
 #: the evidence :func:`answer` reads (all optional)
 EVIDENCE = ('peaks', 'rlimit_nproc', 'threads', 'shm_size', 'shm_peak', 'oom_kill',
             'exit_status', 'job_state', 'remove_ipc', 'linger', 'kernel_log', 'ceilings')
@@ -56,8 +62,15 @@ FAR = 0.5
 # the larger (a sampler reads between two allocations; /dev/shm fills between two reads).
 NEAR = {'shm': (0, 0.05)}
 NEAR_DEFAULT = (2, 0.02)
-#: an RLIMIT_NPROC this high is not what a job of a few thousand threads ran into
-HUGE = 1048576
+#: an RLIMIT_NPROC or pids.max this high is not what a job of a few thousand threads ran into
+HUGE = 262144
+#: why a context's task limit is the likely one (Where.task_limit)
+TASK_LIMIT_WHY = {
+    'pids.max': "a pids limit (the runtime's, the unit's TasksMax) caps the job's tasks, with "
+                "an unlimited nproc,",
+    'nproc': "the user's RLIMIT_NPROC (limits.conf, or propagated by Slurm) counts every "
+             "thread of the user",
+}
 
 WHAT = {
     'nofile': 'RLIMIT_NOFILE (soft nofile) of the process that failed',
@@ -116,93 +129,12 @@ FIX = {
                'the dataset objects), or a dataset that does not copy on access'),
 }
 
-_I = re.IGNORECASE
-Rule = namedtuple('Rule', 'name pattern verdict')
-# verdict: a ceiling, a tuple of candidates the evidence decides between, or ('not', why).
-# The first rule in this order that matches a line wins: the specific before the general, and
-# a failure that is not a limit before the general limit rules its text would also match.
-RULES = (
-    Rule('enfile', re.compile(r'Too many open files in system|\[Errno 23\]|\bENFILE\b'),
-         'fs.file-max'),
-    Rule('inotify-watches', re.compile(
-        r'inotify watch limit reached|inotify_add_watch.*No space left on device|upper limit '
-        r'on inotify watches|max_user_watches|System limit for number of file watchers', _I),
-        'fs.inotify.max_user_watches'),
-    Rule('inotify-instances', re.compile(
-        r'inotify.*(Too many open files|\bEMFILE\b|instance limit|instances limit)|'
-        r'max_user_instances', _I), 'fs.inotify.max_user_instances'),
-    Rule('cuda-fork', re.compile(r'Cannot re-initialize CUDA in forked subprocess', _I),
-         ('not', 'cuda-fork')),
-    Rule('pickling', re.compile(r"Can't pickle|PicklingError|cannot pickle|Can't get "
-                                r"attribute .* on <module", _I), ('not', 'pickling')),
-    Rule('gpu-oom', re.compile(r'CUDA out of memory|OutOfMemoryError: CUDA|'
-                               r'CUBLAS_STATUS_ALLOC_FAILED|out of memory on device|'
-                               r'HIP out of memory', _I), ('not', 'gpu-oom')),
-    Rule('memlock', re.compile(
-        r'ibv_reg_mr|ibv_create_(cq|qp|srq)\b.*(fail|Cannot allocate memory)|'
-        r'max locked memory|ulimit -l|RLIMIT_MEMLOCK|\bmemlock\b|'
-        r'\bmlock(all)?\b.*(Cannot allocate memory|ENOMEM|Operation not permitted|EPERM)|'
-        r'(failed|unable|could not) to (register|pin|lock) (the )?memory|'
-        r'memory registration failed|locked memory', _I), 'memlock'),
-    Rule('removeipc', re.compile(
-        r'SemLock\._rebuild|\bRemoveIPC\b|could not unlink the shared memory file|'
-        r'unable to open shared memory object <?/torch_\S*>? in read-write mode: No such file',
-        _I), 'removeipc'),
-    Rule('ancdata', re.compile(r'received 0 items of ancdata'), 'nofile'),
-    Rule('emfile', re.compile(r'Too many open files|\[Errno 24\]|\bEMFILE\b|ulimit -n|'
-                              r'shared memory object .*\(24\)'), 'nofile'),
-    Rule('pids-controller', re.compile(r'fork rejected by pids controller'), 'pids.max'),
-    Rule('map-count', re.compile(r'vm\.max_map_count|max virtual memory areas|'
-                                 r'Memory mapping file failed|max_map_count|'
-                                 r'unable to mmap \d+ bytes', _I), 'vm.max_map_count'),
-    Rule('thread', re.compile(
-        r"can't start new thread|pthread_create|Thread creation failed|RLIMIT_NPROC|"
-        r'fork: (retry: )?Resource temporarily unavailable|'
-        r'(thread|fork|clone|spawn).*(Resource temporarily unavailable|\bEAGAIN\b|'
-        r'\[Errno 11\])', _I), ('pids.max', 'nproc')),
-    Rule('shm', re.compile(
-        r'insufficient shared memory|unable to allocate shared memory|out of shared memory|'
-        r'\bBus error\b|bus error encountered|SIGBUS|'
-        r'creating shared memory segment|unable to write to file <?/torch_|'
-        r'(/dev/shm|torch_\d+_|\bshm\b).*No space left on device|'
-        r'No space left on device.*(/dev/shm|torch_\d+_|\bshm\b)', _I), 'shm'),
-    Rule('oom', re.compile(
-        r'killed by signal: Killed|oom[_-]kill|OOMKilled|OUT_OF_MEMORY|Out of memory: Kill|'
-        r'Memory cgroup out of memory|exit(ed)?( with)?( code| status)?:? 137\b|'
-        r'exitCode: 137|signal 9 \(SIGKILL\)|\bSIGKILL\b.*memory', _I), 'memory'),
-    Rule('core', re.compile(r'core\.\d+ .*(fill|GB|space)|core (dump|file)s? (fill|took|'
-                            r'used)|LimitCORE|ulimit -c', _I), 'core'),
-    Rule('nccl-timeout', re.compile(r'Watchdog caught collective operation timeout|'
-                                    r'collective operation timeout|NCCL.*timed? ?out', _I),
-         ('not', 'nccl')),
-    Rule('driver', re.compile(r'\bXid\b|illegal memory access|unspecified launch failure|'
-                              r'uncorrectable ECC|CUDA driver version is insufficient|'
-                              r'CUDA error: device-side assert', _I), ('not', 'driver')),
-    Rule('segfault', re.compile(r'Segmentation fault|SIGSEGV|killed by signal: '
-                                r'Segmentation', _I), ('not', 'segfault')),
-    Rule('disk-quota', re.compile(r'Disk quota exceeded|\bEDQUOT\b', _I), ('not', 'disk-full')),
-    Rule('enospc', re.compile(r'No space left on device|\[Errno 28\]|\bENOSPC\b', _I),
-         ('shm', 'disk')),
-    Rule('mmap-enomem', re.compile(r'(mmap|map_count).*(Cannot allocate memory|\bENOMEM\b|'
-                                   r'\[Errno 12\])|(Cannot allocate memory|\[Errno 12\])'
-                                   r'.*mmap', _I), ('vm.max_map_count', 'memory')),
-    Rule('enomem', re.compile(r'Cannot allocate memory|\[Errno 12\]|\bENOMEM\b|MemoryError|'
-                              r'std::bad_alloc', _I), ('memory', 'vm.max_map_count')),
-)
-_NPROC_STATED = re.compile(r'RLIMIT_NPROC\D{0,20}(\d+|unlimited)\s*current', _I)
-_PATH = re.compile(r"(?:'|\"|\s|^)(/[\w.@+-]+(?:/[\w.@+-]+)+)")
-_SHM_PATH = re.compile(r'/dev/shm|/torch_|\bshm\b', _I)
-_ERRNO_LINE = re.compile(r'No space left on device|\[Errno 28\]|ENOSPC', _I)
-_DATALOADER = re.compile(r'DataLoader|dataloader\.py|_worker_loop|multiprocessing|'
-                         r'torch/storage|share_memory|collate', _I)
-
 
 def number(value):
     """An int, or None for unlimited/max/infinity/-1/missing/not a number."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, str) and value.strip().lower() in ('unlimited', 'max', 'infinity',
-                                                            '-1', ''):
+    if unlimited(value) or value == '':
         return None
     try:
         return int(value)
@@ -223,25 +155,6 @@ def reached(name, peak, limit):
     return peak >= limit - max(absolute, limit * fraction)
 
 
-def _last(pattern, lines):
-    """The last line that matches (the error a traceback ends with)."""
-    found = ''
-    for line in lines:
-        if pattern.search(line):
-            found = line.strip()
-    return found[:300]
-
-
-def read(text):
-    """(rule, line) of the first rule that matches a line of ``text``; (None, '') when none."""
-    lines = str(text or '').splitlines()
-    for rule in RULES:
-        line = _last(rule.pattern, lines)
-        if line:
-            return rule, line
-    return None, ''
-
-
 # --- what the node says ------------------------------------------------------------------
 
 def _soft(actual):
@@ -253,23 +166,22 @@ def _soft(actual):
     return str(actual).split(':', 1)[0]
 
 
-#: ceiling -> (the finding's context, its item) for a job's context ('' = the job's)
-FINDING = {'nofile': ('', 'nofile'), 'nproc': ('', 'nproc'), 'memlock': ('', 'memlock'),
-           'pids.max': ('', 'pids'), 'core': ('', 'core')}
+#: ceiling -> the item of the finding that holds it in the job's context
+ITEM = {'nofile': 'nofile', 'nproc': 'nproc', 'memlock': 'memlock', 'pids.max': 'pids',
+        'core': 'core'}
 
 
 def finding_of(ceiling, context, findings):
     """The audit's finding that holds the job's value of a ceiling in its context (kernel
     ceilings: the node-wide finding; core: the context's rlimit, else where cores go)."""
-    want = [FINDING[ceiling]] if ceiling in FINDING else []
+    want = [(context, ITEM[ceiling])] if ceiling in ITEM else []
     if ceiling in ceilings.NAMES:
         want = [('kernel', ceiling)]
     if ceiling == 'core':
         want.append(('kernel', 'core_pattern'))
     for wanted_context, item in want:
         for found in findings or []:
-            if found.get('item') == item and found.get('context') == (wanted_context or
-                                                                       context):
+            if found.get('item') == item and found.get('context') == wanted_context:
                 return found
     return None
 
@@ -292,7 +204,7 @@ def _given(evidence, ceiling):
     return entry, ''
 
 
-def value_of(ceiling, context, findings, evidence):
+def value_of(ceiling, where, findings, evidence):
     """(value, place, finding) of a ceiling for the job: a value the job or its text states
     first, else the audit's finding in the job's context."""
     value, place = _given(evidence, ceiling)
@@ -300,7 +212,7 @@ def value_of(ceiling, context, findings, evidence):
         value, place = evidence['rlimit_nproc'], 'RLIMIT_NPROC as the failure printed it'
     if ceiling == 'shm' and value is None and (evidence or {}).get('shm_size') is not None:
         value, place = evidence['shm_size'], place or "the job's /dev/shm"
-    found = finding_of(ceiling, context, findings)
+    found = finding_of(ceiling, where.name, findings)
     if found is not None:
         if value is None:
             value = _soft(found.get('actual'))
@@ -308,12 +220,12 @@ def value_of(ceiling, context, findings, evidence):
     return value, place, found
 
 
-def ruled_out(ceiling, context, findings, evidence):
+def ruled_out(ceiling, where, findings, evidence):
     """Why the evidence rules a ceiling out ('' when it does not): a measured peak far below
     it, a /dev/shm that never filled, a stated or audited unlimited/huge value, a context the
     ceiling does not reach."""
     evidence = evidence or {}
-    value, _place_, _found = value_of(ceiling, context, findings, evidence)
+    value = value_of(ceiling, where, findings, evidence)[0]
     peaks = evidence.get('peaks') or {}
     limit = number(value)
     if ceiling == 'shm':
@@ -323,8 +235,8 @@ def ruled_out(ceiling, context, findings, evidence):
             return '/dev/shm never filled: peak %d of %d bytes' % (peak, size)
         return ''
     if ceiling == 'removeipc':
-        if context in CONTAINERS:
-            return 'a container has its own /dev/shm: logind does not clean it'
+        if where.own_ipc:
+            return 'a %s has its own /dev/shm and IPC: logind does not clean them' % where.name
         if str(evidence.get('remove_ipc', '')).lower() in ('no', 'false', '0'):
             return 'RemoveIPC is no on this node'
         if evidence.get('linger') is True:
@@ -335,9 +247,8 @@ def ruled_out(ceiling, context, findings, evidence):
                 evidence.get('exit_status') not in (137, '137'):
             return "the job's memory cgroup counted no oom_kill"
         return ''
-    if ceiling in ('nproc', 'pids.max', 'nofile', 'memlock', 'vm.max_map_count') and (
-            unlimited(value) or (limit is not None and limit >= HUGE and ceiling != 'memlock'
-                                 and ceiling != 'vm.max_map_count')):
+    if ceiling in ('nproc', 'pids.max', 'memlock') and (
+            unlimited(value) or (limit is not None and limit >= HUGE and ceiling != 'memlock')):
         return '%s is %s here' % (ceiling, value)
     if ceiling == 'nproc':
         # RLIMIT_NPROC counts every thread of the user, not only the job's: a job's own
@@ -352,68 +263,66 @@ def ruled_out(ceiling, context, findings, evidence):
     return ''
 
 
-_OOM_LOG = re.compile(r'oom[_-]kill|Out of memory: Kill|Memory cgroup out of memory', _I)
-_KILLED_PID = re.compile(r'Killed process (\d+)')
-_PIDS = re.compile(r'\bpid(?:\(s\))?[ =:]+([\d, ]+)', _I)
-
-
 def _memory_evidence(evidence, pids=()):
-    """Node evidence of a memory kill: the cgroup's oom_kill, Slurm's OUT_OF_MEMORY, or a
-    kernel log line of the OOM killer; '' when none."""
+    """Node evidence of a memory kill: the cgroup's oom_kill, Slurm's OUT_OF_MEMORY, a pod's
+    OOMKilled, or a kernel log line of the OOM killer (of the job's pid, where the text names
+    its pids); '' when none."""
     evidence = evidence or {}
     if number(evidence.get('oom_kill')):
         return "the job's memory cgroup counted %s oom_kill" % evidence['oom_kill']
     state = str(evidence.get('job_state') or '')
     if state.upper().startswith('OUT_OF_ME') or state == 'OOMKilled':
         return 'the job ended %s' % state
-    line = _last(_OOM_LOG, str(evidence.get('kernel_log') or '').splitlines())
-    killed = _KILLED_PID.search(line)
+    line = ft.last(ft.OOM_LOG, str(evidence.get('kernel_log') or '').splitlines())
+    killed = ft.KILLED_PID.search(line)
     if killed and pids and killed.group(1) not in pids:
         # an OOM kill of another process than the job's
         return ''
     return 'the kernel log: %s' % line if line else ''
 
 
-def _enospc(line, text, context, evidence):
+def _enospc(line, text, where, evidence):
     """shm, disk or '' for a 'No space left on device': the path the line names decides;
-    a DataLoader traceback in a container (64 MiB /dev/shm by default) or a /dev/shm near
-    full is shm."""
-    paths = _PATH.findall(line)
+    a /dev/shm near full, a container (64 MiB /dev/shm unless sized) or a DataLoader traceback
+    (a worker's shared batch is the write it fails on) is shm."""
+    paths = ft.PATH.findall(line)
     if paths:
-        return 'shm' if any(_SHM_PATH.search(p) for p in paths) else 'disk'
+        return 'shm' if any(ft.SHM_PATH.search(p) for p in paths) else 'disk'
     size, peak = number((evidence or {}).get('shm_size')), number((evidence or {}).get(
         'shm_peak'))
     if size and peak is not None and reached('shm', peak, size):
         return 'shm'
-    if context in CONTAINERS or _DATALOADER.search(text):
-        # a container's /dev/shm is 64 MiB unless sized; a worker's shared batch is the write
-        # a DataLoader traceback fails on
+    if where.own_ipc or ft.DATALOADER.search(text):
         return 'shm'
     return ''
 
 
-def _prior(candidates, context, findings, evidence):
-    """Among thread-creation candidates: the one the evidence or the context points to."""
-    nproc = number(value_of('nproc', context, findings, evidence)[0])
+def _prior(candidates, where, findings, evidence):
+    """Among thread-creation candidates (those not ruled out): the one the values point to
+    (the threads at RLIMIT_NPROC or pids.max, an RLIMIT_NPROC the failure printed), else the
+    context's task limit, else the one task limit a known context has left; ('', '') when
+    none does."""
     threads = number((evidence or {}).get('threads') or ((evidence or {}).get('peaks') or
                                                           {}).get('threads'))
-    if nproc is not None and threads is not None and reached('nproc', threads, nproc):
-        return 'nproc', 'the job\'s %d threads reached RLIMIT_NPROC %d' % (threads, nproc)
-    pids = number(value_of('pids.max', context, findings, evidence)[0])
-    if pids is not None and threads is not None and reached('pids.max', threads, pids):
-        return 'pids.max', 'the job\'s %d threads reached pids.max %d' % (threads, pids)
-    if (evidence or {}).get('rlimit_nproc') is not None:
+    for name in ('nproc', 'pids.max'):
+        limit = number(value_of(name, where, findings, evidence)[0])
+        if name in candidates and reached(name, threads, limit):
+            return name, "the job's %d threads reached %s %d" % (
+                threads, 'RLIMIT_NPROC' if name == 'nproc' else name, limit)
+    if 'nproc' in candidates and (evidence or {}).get('rlimit_nproc') is not None:
         return 'nproc', 'the failure printed RLIMIT_NPROC %s' % evidence['rlimit_nproc']
-    if context in CONTAINERS + ('service',):
-        return 'pids.max', ('a %s has a pids limit (the runtime\'s or TasksMax) and inherits '
-                            'an unlimited nproc' % context)
-    if context in ('login', 'ssh', 'slurm_job'):
-        return 'nproc', 'a %s gets the user\'s RLIMIT_NPROC (limits.conf, or propagated by ' \
-                        'Slurm)' % context
+    if where.task_limit in candidates:
+        return where.task_limit, '%s in a %s' % (TASK_LIMIT_WHY[where.task_limit], where.name)
+    if where.name != UNKNOWN:
+        # one of the two task limits ruled out: the other one is what a known context has left
+        for name, other in (('nproc', 'pids.max'), ('pids.max', 'nproc')):
+            if name in candidates and other not in candidates:
+                return name, '%s is ruled out: %s is the task limit left in a %s' % (
+                    other, name, where.name)
     return '', ''
 
 
-def _peak_at_a_ceiling(context, findings, evidence):
+def _peak_at_a_ceiling(where, findings, evidence):
     """(ceiling, why) of the first measured peak that reached its ceiling (an error text that
     names none, such as a worker queue's EOFError, is decided by it), else None."""
     peaks = dict((evidence or {}).get('peaks') or {})
@@ -421,7 +330,7 @@ def _peak_at_a_ceiling(context, findings, evidence):
         peaks['shm_bytes'] = evidence['shm_peak']
     for name in ('nofile', 'pids.max', 'nproc', 'shm', 'vm.max_map_count', 'fs.file-max'):
         peak = number(peaks.get(PEAK_OF[name]))
-        limit = number(value_of(name, context, findings, evidence)[0])
+        limit = number(value_of(name, where, findings, evidence)[0])
         if reached(name, peak, limit):
             return name, 'no error names a ceiling; the measured %s %d reached %s %d' % (
                 PEAK_OF[name], peak, name, limit)
@@ -430,8 +339,8 @@ def _peak_at_a_ceiling(context, findings, evidence):
 
 # --- the answer --------------------------------------------------------------------------
 
-def _answer(context, line, **fields):
-    found = dict(verdict=UNKNOWN, ceiling='', context=context, value=None, place='',
+def _answer(where, line, **fields):
+    found = dict(verdict=UNKNOWN, ceiling='', context=where.name, value=None, place='',
                  what='', fix=[], evidence=[line] if line else [], ruled_out={},
                  candidates=[], decide='', why='', line=line, reason='')
     found.update(fields)
@@ -439,8 +348,8 @@ def _answer(context, line, **fields):
     return found
 
 
-def _limit(ceiling, context, line, findings, evidence, reason, used, out):
-    value, place, found = value_of(ceiling, context, findings, evidence)
+def _limit(ceiling, where, line, findings, evidence, reason, used, out):
+    value, place, found = value_of(ceiling, where, findings, evidence)
     fix = []
     if found and found.get('advice') and found.get('status') not in ('ok', None):
         fix.append(found['advice'].get('action') or '')
@@ -449,85 +358,90 @@ def _limit(ceiling, context, line, findings, evidence, reason, used, out):
         used = used + ['the audit: %s %s is %s (%s)%s' % (
             found.get('context'), found.get('item'), found.get('actual'), found.get('status'),
             ' at %s' % place if place else '')]
-    return _answer(context, line, verdict=LIMIT, ceiling=ceiling, value=value, place=place,
+    return _answer(where, line, verdict=LIMIT, ceiling=ceiling, value=value, place=place,
                    what=WHAT[ceiling], fix=[f for f in fix if f],
                    evidence=([line] if line else []) + used, ruled_out=out, reason=reason)
 
 
-def answer(text, context='unknown', findings=None, evidence=None):
+def _without_rule(text, where, findings, evidence, memory):
+    """The answer when no rule matches: a peak at its ceiling, else a memory kill the node
+    shows, else unknown with what would decide it."""
+    reached_one = _peak_at_a_ceiling(where, findings, evidence)
+    if reached_one:
+        return _limit(reached_one[0], where, '', findings, evidence, reached_one[1],
+                      [reached_one[1]], {})
+    if memory:
+        return _limit('memory', where, '', findings, evidence, memory, [memory], {})
+    if str(evidence.get('exit_status')) == '137':
+        return _answer(where, '', candidates=['memory'], reason='exit status 137 (SIGKILL) '
+                       'and no error text', decide="the job cgroup's memory.events oom_kill, "
+                       "or the kernel log (dmesg) at the time")
+    return _answer(where, '', reason='the text matches no known failure' if text.strip()
+                   else 'no error text', decide="the last lines of the job's stderr, its "
+                   "exit status and the kernel log at the time")
+
+
+def answer(text, where=None, findings=None, evidence=None):
     """The answer to "why did my job die" (see the module docstring): ``text`` the error
     text (a traceback, a job's output; a kernel log in ``evidence['kernel_log']`` is read as
-    well), ``context`` one of :data:`CONTEXTS`, ``findings`` the audit's findings (the
-    limits_audit result's ``findings``), ``evidence`` node facts (:data:`EVIDENCE`)."""
-    context = context if context in CONTEXTS else 'unknown'
+    well), ``where`` the job's context (:data:`Where`; None: not known), ``findings`` the
+    audit's findings (the limits_audit result's ``findings``), ``evidence`` node facts
+    (:data:`EVIDENCE`)."""
+    where = where or NOWHERE
     evidence = dict(evidence or {})
     text = str(text or '')
-    stated = _NPROC_STATED.search(text)
+    stated = ft.NPROC_STATED.search(text)
     if stated and evidence.get('rlimit_nproc') is None:
         evidence['rlimit_nproc'] = stated.group(1)
-    rule, line = read(text)
-    pids = set(re.findall(r'\d+', ' '.join(m.group(1) for m in _PIDS.finditer(text))))
-    memory = _memory_evidence(evidence, pids)
+    rule, line = ft.read(text)
+    memory = _memory_evidence(evidence, ft.pids_in(text))
     if rule is None and evidence.get('kernel_log'):
-        rule, line = read(evidence['kernel_log'])
-    out = {}
+        rule, line = ft.read(evidence['kernel_log'])
     if rule is None:
-        reached_one = _peak_at_a_ceiling(context, findings, evidence)
-        if reached_one:
-            return _limit(reached_one[0], context, '', findings, evidence, reached_one[1],
-                          [reached_one[1]], out)
-        if memory:
-            return _limit('memory', context, '', findings, evidence, memory, [memory], out)
-        if str(evidence.get('exit_status')) == '137':
-            return _answer(context, '', candidates=['memory'], reason='exit status 137 '
-                           '(SIGKILL) and no error text', decide="the job cgroup's "
-                           "memory.events oom_kill, or the kernel log (dmesg) at the time")
-        return _answer(context, '', reason='the text matches no known failure' if
-                       text.strip() else 'no error text', decide='the last lines of the '
-                       'job\'s stderr, its exit status and the kernel log at the time')
-    verdict = rule.verdict
-    if memory and rule.name in ('enomem', 'mmap-enomem', 'segfault', 'oom'):
-        # a worker the OOM killer took shows as Killed, a crash or ENOMEM: the node says which
-        return _limit('memory', context, line, findings, evidence, memory, [memory], {})
-    if isinstance(verdict, tuple) and verdict[0] == 'not':
-        return _answer(context, line, verdict=NOT_A_LIMIT, why=verdict[1],
-                       reason='%s: no node ceiling causes it' % verdict[1])
-    candidates = [verdict] if isinstance(verdict, str) else list(verdict)
+        return _without_rule(text, where, findings, evidence, memory)
+    if memory and rule.name in ft.MEMORY_SHOWS_AS:
+        # a worker the OOM killer took shows as Killed, a crash, ENOMEM or EAGAIN: the node
+        # says which
+        return _limit('memory', where, line, findings, evidence, memory, [memory], {})
+    if isinstance(rule.verdict, tuple) and rule.verdict[0] == 'not':
+        return _answer(where, line, verdict=NOT_A_LIMIT, why=rule.verdict[1],
+                       reason='%s: no node ceiling causes it' % rule.verdict[1])
+    candidates = [rule.verdict] if isinstance(rule.verdict, str) else list(rule.verdict)
     if rule.name == 'enospc':
-        which = _enospc(line, text, context, evidence)
+        which = _enospc(line, text, where, evidence)
         if which == 'disk':
-            return _answer(context, line, verdict=NOT_A_LIMIT, why='disk-full',
+            return _answer(where, line, verdict=NOT_A_LIMIT, why='disk-full',
                            reason='the path the error names is not /dev/shm: a full disk')
         candidates = ['shm'] if which == 'shm' else candidates
-    for name in list(candidates):
-        if name in WHAT:
-            why = ruled_out(name, context, findings, evidence)
-            if why:
-                out[name] = why
+    out = {}
+    for name in candidates:
+        why = ruled_out(name, where, findings, evidence) if name in WHAT else ''
+        if why:
+            out[name] = why
     left = [c for c in candidates if c not in out]
-    if len(left) > 1 and rule.name == 'thread':
-        chosen, why = _prior(left, context, findings, evidence)
+    if len(left) > 1 and rule.name in ft.THREADS:
+        chosen, why = _prior(left, where, findings, evidence)
         if chosen:
-            return _limit(chosen, context, line, findings, evidence, why, [why], out)
-    if len(left) > 1 and rule.name in ('enomem', 'mmap-enomem'):
+            return _limit(chosen, where, line, findings, evidence, why, [why], out)
+    if len(left) > 1 and rule.name == 'enomem':
         # ENOMEM: the map count when the maps reached it, else memory
         maps = number((evidence.get('peaks') or {}).get('maps'))
-        limit = number(value_of('vm.max_map_count', context, findings, evidence)[0])
+        limit = number(value_of('vm.max_map_count', where, findings, evidence)[0])
         if reached('vm.max_map_count', maps, limit):
-            return _limit('vm.max_map_count', context, line, findings, evidence,
+            return _limit('vm.max_map_count', where, line, findings, evidence,
                           'the measured maps %d reached vm.max_map_count %d' % (maps, limit),
                           [], out)
-        left = ['memory'] if 'memory' in left else left[:1]
+        left = ['memory']
     if len(left) == 1:
-        return _limit(left[0], context, line, findings, evidence,
+        return _limit(left[0], where, line, findings, evidence,
                       'the error names it' if len(candidates) == 1 else
                       'the error, and the evidence rules out %s' % ', '.join(sorted(out)),
                       [], out)
-    return _answer(context, line, candidates=left, ruled_out=out,
+    return _answer(where, line, candidates=left, ruled_out=out,
                    reason='the error is one of %s%s' % (
                        ', '.join(candidates), '; ruled out: %s' % '; '.join(
                            '%s (%s)' % kv for kv in sorted(out.items())) if out else ''),
-                   decide=decide(left or [c for c in candidates if c in DECIDE], context))
+                   decide=decide(left or [c for c in candidates if c in DECIDE], where))
 
 
 #: what would decide between candidates, per ceiling
@@ -548,18 +462,18 @@ DECIDE = {
 }
 
 
-def decide(candidates, context):
+def decide(candidates, where):
     """What would decide between candidates (one clause each)."""
     said = [DECIDE[c] for c in candidates if c in DECIDE]
-    if context == 'unknown':
+    if where.name == UNKNOWN:
         said.append('the context the job ran in (login, service, docker, k8s_pod, '
                     'slurm_job)')
     return '; '.join(said)
 
 
 def summary(found):
-    """One line: 'nofile = 1024 at /etc/security/limits.d/x.conf:3: <line>', 'not a limit
-    (cuda-fork): <line>' or 'unknown (shm or disk): <decide>'."""
+    """One line: 'nofile = 1024 at /etc/security/limits.d/x.conf:3 in login: <line>', 'not a
+    limit (cuda-fork): <line>' or 'unknown (shm or disk): <reason>; to decide: <decide>'."""
     if found['verdict'] == LIMIT:
         head = found['ceiling']
         if found['value'] is not None:

@@ -283,7 +283,7 @@ def epilog(args, child_command, environ, host):
             found = findings.of(outcome.result)
     evidence = dict((k, v) for k, v in (('exit_status', status), ('job_state', state))
                     if v not in (None, ''))
-    answer = classify.answer(text, registry.SLURM.probe, found, evidence)
+    answer = classify.answer(text, registry.SLURM.job_context(), found, evidence)
     line = 'gpufleet-slurm-epilog: job %s (%s, exit status %s): %s' % (
         job or '?', state or '?', status if status is not None else '?', answer['summary'])
     if answer['fix']:

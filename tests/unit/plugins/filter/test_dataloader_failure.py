@@ -196,9 +196,10 @@ def test_a_failed_run_carries_the_answer_of_why_it_died():
                     peak_fds=30, traceback='Traceback ...\nRuntimeError: can\'t start new thread',
                     label='')
     found = record['answer']
-    assert found['verdict'] == 'unknown' and found['candidates'] == ['pids.max', 'nproc']
+    assert found['verdict'] == 'unknown'
+    assert found['candidates'] == ['pids.max', 'nproc', 'memory']
     report = dc.dataloader_check_report({'login': record}, None, 'gpu-01', False)
-    assert "; ceiling pids.max or nproc (to decide: the job cgroup's pids.max" in report[
+    assert "; ceiling pids.max or nproc or memory (to decide: the job cgroup's pids.max" in report[
         'problems'][0]
     record = parsed(error="RuntimeError: can't start new thread", peak_threads=4095,
                     peak_fds=30, limits={'nofile': {'soft': 4096, 'hard': 4096},

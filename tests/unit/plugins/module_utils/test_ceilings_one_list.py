@@ -18,9 +18,10 @@ def test_every_list_is_derived_in_its_order():
                                   'kernel.threads-max')
     assert host_limits.SYSCTLS == ('fs.nr_open', 'fs.file-max', 'kernel.pid_max',
                                    'kernel.threads-max', 'vm.max_map_count')
-    assert classify.CEILINGS == ('nofile', 'nproc', 'pids.max', 'shm', 'vm.max_map_count',
-                                 'fs.file-max', 'fs.inotify.max_user_instances',
-                                 'fs.inotify.max_user_watches')
+    assert classify.CEILINGS == ('nofile', 'nproc', 'pids.max', 'memlock', 'shm', 'removeipc',
+                                 'vm.max_map_count', 'fs.file-max',
+                                 'fs.inotify.max_user_instances', 'fs.inotify.max_user_watches',
+                                 'core', 'memory')
     assert set(kernel_ceilings.NODE_EXPORTER) == set(ceilings.NAMES)
 
 

@@ -7,11 +7,18 @@ import os
 
 import pytest
 
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings as fd
 
 HERE = os.path.join(os.path.dirname(__file__), 'failure_texts')
 LIMITS_D = '/etc/security/limits.d/90-gpufleet-tuning.conf'
+
+
+def answer(error, context='unknown', findings=None, evidence=None):
+    """The classifier where the context's record says the job ran (its own /dev/shm, its
+    task limit; unknown: a line of the text that shows it)."""
+    return cl.answer(error, registry.job_context(context, error), findings, evidence)
 
 
 def text(name):
@@ -53,13 +60,13 @@ FINDINGS = [
     ('thread_nproc.txt', 'login', 'nproc', "can't start new thread"),
 ])
 def test_real_texts_name_their_ceiling(name, context, ceiling, line):
-    found = cl.answer(text(name), context, FINDINGS)
+    found = answer(text(name), context, FINDINGS)
     assert (found['verdict'], found['ceiling']) == (cl.LIMIT, ceiling), found['summary']
     assert line in found['line']
 
 
 def test_the_answer_has_the_value_the_file_line_and_the_fix_of_the_audit_s_finding():
-    found = cl.answer(text('emfile_python.txt'), 'login', FINDINGS)
+    found = answer(text('emfile_python.txt'), 'login', FINDINGS)
     assert found['value'] == '1024'
     assert found['place'] == LIMITS_D + ':3'
     # the finding's own advice first (it is a gap), then the profile and job-shape changes
@@ -70,12 +77,12 @@ def test_the_answer_has_the_value_the_file_line_and_the_fix_of_the_audit_s_findi
                for e in found['evidence'])
     assert found['summary'].startswith('nofile = 1024 at %s:3 in login: OSError' % LIMITS_D)
     # a service's nofile is another finding: its value and place
-    found = cl.answer(text('emfile_python.txt'), 'service', FINDINGS)
+    found = answer(text('emfile_python.txt'), 'service', FINDINGS)
     assert found['value'] == '65536' and found['fix'][0].startswith('raise nofile in the')
 
 
 def test_kernel_ceilings_come_from_the_node_wide_finding():
-    found = cl.answer('pyarrow.lib.ArrowInvalid: Memory mapping file failed: Cannot allocate '
+    found = answer('pyarrow.lib.ArrowInvalid: Memory mapping file failed: Cannot allocate '
                       'memory', 'login', FINDINGS)
     assert (found['ceiling'], found['value'], found['place']) == (
         'vm.max_map_count', '65530', '/etc/sysctl.d/99-site.conf:2')
@@ -85,14 +92,14 @@ def test_threads_decide_by_the_values_before_the_context():
     """A thread that could not start: the threads at pids.max decide it in a login too; an
     RLIMIT_NPROC the failure prints is the value; no context and no values: unknown, with
     what would decide it."""
-    found = cl.answer(text('thread_nproc.txt'), 'login', FINDINGS, {'threads': 23})
+    found = answer(text('thread_nproc.txt'), 'login', FINDINGS, {'threads': 23})
     assert found['ceiling'] == 'nproc' and found['place'] == LIMITS_D + ':5'
     docker = [rlimit('login', 'pids', '24')]
-    found = cl.answer(text('thread_nproc.txt'), 'login', docker, {'threads': 24})
+    found = answer(text('thread_nproc.txt'), 'login', docker, {'threads': 24})
     assert found['ceiling'] == 'pids.max' and 'reached pids.max 24' in found['reason']
-    found = cl.answer("RuntimeError: can't start new thread", 'unknown')
+    found = answer("RuntimeError: can't start new thread", 'unknown')
     assert found['verdict'] == cl.UNKNOWN
-    assert found['candidates'] == ['pids.max', 'nproc']
+    assert found['candidates'] == ['pids.max', 'nproc', 'memory']
     assert 'pids.peak' in found['decide'] and 'context the job ran in' in found['decide']
 
 
@@ -102,39 +109,39 @@ def test_evidence_beats_text():
     openblas = ('OpenBLAS blas_thread_init: pthread_create failed for thread 1 of 64: '
                 'Resource temporarily unavailable\nOpenBLAS blas_thread_init: RLIMIT_NPROC '
                 '%s current, %s max')
-    found = cl.answer(openblas % (4096, 4096), 'slurm_job')
+    found = answer(openblas % (4096, 4096), 'slurm_job')
     assert (found['ceiling'], found['value']) == ('nproc', '4096')
-    found = cl.answer(openblas % (1048576, 1048576), 'slurm_job')
+    found = answer(openblas % (1048576, 1048576), 'slurm_job')
     assert found['ceiling'] == 'pids.max'
     assert found['ruled_out'] == {'nproc': 'nproc is 1048576 here'}
     bus = text('bus_error.txt')
-    found = cl.answer(bus, 'docker', [], {'shm_size': 8 << 30, 'shm_peak': 1 << 20})
+    found = answer(bus, 'docker', [], {'shm_size': 8 << 30, 'shm_peak': 1 << 20})
     assert found['verdict'] == cl.UNKNOWN and 'shm' in found['ruled_out']
-    assert cl.answer(bus, 'docker', [], {'shm_size': 64 << 20, 'shm_peak': 63 << 20})[
+    assert answer(bus, 'docker', [], {'shm_size': 64 << 20, 'shm_peak': 63 << 20})[
         'ceiling'] == 'shm'
-    found = cl.answer(text('emfile_python.txt'), 'service', FINDINGS, {'peaks': {'nofile': 40}})
+    found = answer(text('emfile_python.txt'), 'service', FINDINGS, {'peaks': {'nofile': 40}})
     assert found['verdict'] == cl.UNKNOWN
     assert found['ruled_out']['nofile'] == 'the measured nofile peak 40 is far below nofile 65536'
 
 
 def test_a_memory_kill_is_named_as_such_and_not_blamed_on_an_rlimit():
     killed = 'RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.'
-    assert cl.answer(killed, 'slurm_job')['ceiling'] == 'memory'
-    assert cl.answer('slurmstepd: error: Detected 1 oom_kill event in StepId=55.batch.',
+    assert answer(killed, 'slurm_job')['ceiling'] == 'memory'
+    assert answer('slurmstepd: error: Detected 1 oom_kill event in StepId=55.batch.',
                      'slurm_job')['ceiling'] == 'memory'
     # an exit that names nothing: the cgroup's oom_kill decides, else unknown with what would
     exited = 'RuntimeError: DataLoader worker (pid(s) 12) exited unexpectedly'
-    assert cl.answer(exited, 'login', [], {'oom_kill': 2})['ceiling'] == 'memory'
-    assert cl.answer(exited, 'login')['verdict'] == cl.UNKNOWN
-    found = cl.answer('', 'k8s_pod', [], {'exit_status': 137})
+    assert answer(exited, 'login', [], {'oom_kill': 2})['ceiling'] == 'memory'
+    assert answer(exited, 'login')['verdict'] == cl.UNKNOWN
+    found = answer('', 'k8s_pod', [], {'exit_status': 137})
     assert found['verdict'] == cl.UNKNOWN and 'oom_kill' in found['decide']
     # ENOMEM of a fork on a full node is memory; with the maps at the ceiling it is the maps
     enomem = text('mmap_enomem.txt')
-    assert cl.answer(enomem, 'login')['ceiling'] == 'memory'
-    found = cl.answer(enomem, 'login', FINDINGS, {'peaks': {'maps': 65530}})
+    assert answer(enomem, 'login')['ceiling'] == 'memory'
+    found = answer(enomem, 'login', FINDINGS, {'peaks': {'maps': 65530}})
     assert found['ceiling'] == 'vm.max_map_count' and found['place'].endswith('99-site.conf:2')
     # a memory kill the node counted wins over a crash the text shows
-    assert cl.answer('Segmentation fault (core dumped)', 'login', [], {'oom_kill': 1})[
+    assert answer('Segmentation fault (core dumped)', 'login', [], {'oom_kill': 1})[
         'ceiling'] == 'memory'
 
 
@@ -149,19 +156,19 @@ def test_a_memory_kill_is_named_as_such_and_not_blamed_on_an_rlimit():
      'OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.', 'nccl'),
 ])
 def test_failures_that_are_not_a_limit_are_not_blamed_on_one(error, why):
-    found = cl.answer(error, 'docker', FINDINGS)
+    found = answer(error, 'docker', FINDINGS)
     assert (found['verdict'], found['why'], found['ceiling']) == (cl.NOT_A_LIMIT, why, '')
     assert found['summary'].startswith('not a limit (%s)' % why)
 
 
 def test_no_space_left_is_shm_only_where_the_path_or_the_context_says_so():
     plain = 'OSError: [Errno 28] No space left on device'
-    assert cl.answer(plain, 'docker')['ceiling'] == 'shm'
-    found = cl.answer(plain, 'login')
+    assert answer(plain, 'docker')['ceiling'] == 'shm'
+    found = answer(plain, 'login')
     assert found['verdict'] == cl.UNKNOWN and found['candidates'] == ['shm', 'disk']
-    assert cl.answer(plain, 'login', [], {'shm_size': 64 << 20, 'shm_peak': 64 << 20})[
+    assert answer(plain, 'login', [], {'shm_size': 64 << 20, 'shm_peak': 64 << 20})[
         'ceiling'] == 'shm'
-    assert cl.answer('RuntimeError: unable to write to file </torch_18_123>', 'login')[
+    assert answer('RuntimeError: unable to write to file </torch_18_123>', 'login')[
         'ceiling'] == 'shm'
 
 
@@ -177,18 +184,34 @@ def test_no_space_left_is_shm_only_where_the_path_or_the_context_says_so():
      'fs.inotify.max_user_watches'),
 ])
 def test_the_other_ceilings(error, context, ceiling):
-    assert cl.answer(error, context)['ceiling'] == ceiling
+    assert answer(error, context)['ceiling'] == ceiling
 
 
 def test_removeipc_is_ruled_out_where_logind_cannot_have_removed_the_files():
-    sem = '    self._semlock = _multiprocessing.SemLock._rebuild(*state)'
-    assert cl.answer(sem, 'docker')['verdict'] == cl.UNKNOWN
-    assert 'RemoveIPC is no' in cl.answer(sem, 'login', [], {'remove_ipc': 'no'})[
+    sem = ('    self._semlock = _multiprocessing.SemLock._rebuild(*state)\n'
+           'FileNotFoundError: [Errno 2] No such file or directory')
+    assert answer(sem, 'docker')['verdict'] == cl.UNKNOWN
+    assert 'RemoveIPC is no' in answer(sem, 'login', [], {'remove_ipc': 'no'})[
         'ruled_out']['removeipc']
 
 
 def test_no_text_is_unknown_with_what_would_decide_it():
-    found = cl.answer('', 'login')
+    found = answer('', 'login')
     assert found['verdict'] == cl.UNKNOWN and found['reason'] == 'no error text'
-    found = cl.answer('Epoch 3: loss 0.12', 'login')
+    found = answer('Epoch 3: loss 0.12', 'login')
     assert 'matches no known failure' in found['reason'] and found['decide']
+
+
+def test_a_context_s_record_says_where_the_job_ran():
+    """contexts/ declares what the classifier reads of a context: a container's own /dev/shm
+    (no RemoveIPC there), its task limit, and a line that shows a context nobody named."""
+    assert registry.job_context('docker') == cl.Where('docker', True, 'pids.max')
+    assert registry.job_context('service') == cl.Where('service', False, 'pids.max')
+    assert registry.job_context('slurm_job').task_limit == 'nproc'
+    assert registry.job_context(None, 'x\n-bash: fork: retry: No child processes').name == \
+        'login'
+    assert registry.job_context('unknown', 'slurmstepd: error: Detected 1 oom_kill event') \
+        .name == 'slurm_job'
+    assert registry.job_context(None, 'Killed') is cl.NOWHERE
+    found = answer('-bash: fork: retry: No child processes')
+    assert (found['context'], found['ceiling']) == ('login', 'nproc')
