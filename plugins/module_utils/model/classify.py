@@ -396,7 +396,10 @@ def answer(text, where=None, findings=None, evidence=None):
     rule, line = ft.read(text)
     memory = _memory_evidence(evidence, ft.pids_in(text))
     if rule is None and evidence.get('kernel_log'):
-        rule, line = ft.read(evidence['kernel_log'])
+        # the kernel's own lines (fork rejected by the pids controller, ENFILE); its OOM kills
+        # are the memory evidence above, which checks their pid
+        rule, line = ft.read('\n'.join(l for l in str(evidence['kernel_log']).splitlines()
+                                        if not ft.OOM_LOG.search(l)))
     if rule is None:
         return _without_rule(text, where, findings, evidence, memory)
     if memory and rule.name in ft.MEMORY_SHOWS_AS:

@@ -77,3 +77,34 @@ def test_bad_input_names_what_is_wrong(call, message):
     with pytest.raises(AnsibleFilterError) as info:
         call()
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_the_playbook_s_readings_of_slurm_and_the_node():
+    shown = ('JobId=12 JobName=train job UserId=trainer(1001) JobState=OUT_OF_MEMORY '
+             'Reason=OutOfMemory ExitCode=0:125 Command=/home/trainer/run it.sh '
+             'StdErr=/home/trainer/train 12.err StdOut=/home/trainer/train.out')
+    fields = lc.classify_slurm_fields(shown)
+    assert fields['JobState'] == 'OUT_OF_MEMORY'
+    assert fields['Command'] == '/home/trainer/run it.sh'
+    assert fields['StdErr'] == '/home/trainer/train 12.err'
+    assert (lc.exit_status('0:9'), lc.exit_status('1:0'), lc.exit_status('137'),
+            lc.exit_status('')) == (137, 1, 137, None)
+    node = ('shm_size 2048 4096\nremove_ipc true\nlinger no\n--- kernel log\n'
+            'Memory cgroup out of memory: Killed process 4242 (python)\n')
+    assert lc.classify_node_evidence(node, 'login') == {
+        'shm_size': 8 << 20, 'remove_ipc': 'yes', 'linger': False,
+        'kernel_log': 'Memory cgroup out of memory: Killed process 4242 (python)'}
+    # a container has its own /dev/shm: the node's is no evidence of it
+    assert 'shm_size' not in lc.classify_node_evidence(node, 'docker')
+    # Slurm's state and the kernel log of the job's pid make a worker's Killed a memory kill
+    found = lc.limits_classify('RuntimeError: DataLoader worker (pid 4242) exited '
+                               'unexpectedly', 'slurm_job', [],
+                               dict(lc.classify_node_evidence(node, 'slurm_job'),
+                                    exit_status='0:9'))
+    assert found['ceiling'] == 'memory'
+    assert found['evidence'][-1].startswith('the kernel log: Memory cgroup out of memory')
+    other = node.replace('4242', '777')
+    found = lc.limits_classify('RuntimeError: DataLoader worker (pid 4242) exited '
+                               'unexpectedly', 'slurm_job', [],
+                               lc.classify_node_evidence(other, 'slurm_job'))
+    assert found['verdict'] == 'unknown'

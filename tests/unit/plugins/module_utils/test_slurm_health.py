@@ -261,3 +261,56 @@ def test_the_reason_names_the_limits_line_not_the_pam_stack_line():
     row = dict(LOGIN_ROW, context='ssh', places=findings.places_of(record))
     assert sh.phrase(f(dict(row, gap='soft'))).endswith('(/etc/security/limits.d/80-site.conf:3)')
     assert sh.phrase(f(dict(row, gap='hard'))).endswith('(/etc/security/limits.d/80-site.conf:4)')
+
+
+class JobScontrol(object):
+    """A host whose `scontrol -o show job` prints ``shown``."""
+
+    def __init__(self, shown):
+        self.shown, self.calls = shown, []
+
+    def run_command(self, args, **_kwargs):
+        self.calls.append(args)
+        return (0, self.shown, '') if self.shown is not None else (1, '', 'Invalid job id')
+
+
+def test_job_end_reads_exit_code_signal_and_state():
+    shown = 'JobId=12 JobName=train JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 StdErr=/x'
+    assert sh.job_end(JobScontrol(shown), '12') == (1, 'FAILED')
+    assert sh.job_end(JobScontrol('JobId=12 JobState=CANCELLED ExitCode=0:9'), '12') == (
+        137, 'CANCELLED')
+    assert sh.job_end(JobScontrol(None), '12') == (None, '')
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='drops privileges: needs root')
+def test_the_epilog_tells_a_failed_job_why_it_died_and_leaves_a_good_one_alone(
+        shared_dir, capsys):
+    """slurm-epilog: a job that ended with exit status 1 gets the answer (the audit's slurm_job
+    finding: its value and file:line) appended to its own output file, read and written as the
+    job's user; a job that ended 0 gets nothing; the epilog always exits 0."""
+    out = shared_dir / 'job.err'
+    out.write_text('Traceback (most recent call last):\nRuntimeError: received 0 items of '
+                   'ancdata\n')
+    os.chown(str(out), 65534, 65534)
+    env = dict(SLURM_JOB_ID='12', SLURM_JOB_USER='nobody', SLURM_JOB_STDERR=str(out),
+               SLURM_JOB_UID='65534', SLURM_JOB_GID='65534')
+    host = JobScontrol('JobId=12 JobState=FAILED ExitCode=1:0')
+    child = child_printing([JOB_ROW])
+    assert sh.run(args(shared_dir, 'slurm-epilog'), child, env, host) == 0
+    told = out.read_text().splitlines()[-1]
+    assert told == (
+        'gpufleet-slurm-epilog: job 12 (FAILED, exit status 1): nofile = 1024 at %s:4 in '
+        'slurm_job: RuntimeError: received 0 items of ancdata; fix: raise nofile in the profile '
+        'above the job\'s descriptors (limits_profile: nofile; limits_job sizes it from the '
+        'job\'s shape)' % DROPIN)
+    assert capsys.readouterr().out.startswith(told + '; told the job in %s' % out)
+    before = out.read_text()
+    host = JobScontrol('JobId=12 JobState=COMPLETED ExitCode=0:0')
+    assert sh.run(args(shared_dir, 'slurm-epilog'), child, env, host) == 0
+    assert out.read_text() == before
+    assert capsys.readouterr().out == 'OK: job 12 ended with exit status 0\n'
+    # a file the job's user cannot read is not read (root's): the answer has no text
+    secret = shared_dir / 'secret'
+    secret.write_text('Too many open files\n')
+    os.chmod(str(secret), 0o600)
+    assert sh.read_job_tail(dict(env, SLURM_JOB_STDERR=str(secret))) == ''
