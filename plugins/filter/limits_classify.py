@@ -94,7 +94,8 @@ def exit_status(value):
 
 def classify_node_evidence(text, context='unknown'):
     """The evidence classify_failure.yml reads on the node (lines ``shm_size BLOCKS SIZE``,
-    ``remove_ipc true|false``, ``linger yes|no``, then ``--- kernel log`` and the log) as
+    ``remove_ipc true|false``, ``linger yes|no``, ``remove_ipc_at [PATH:LINE]`` (the line that
+    sets RemoveIPC, none for logind's default), then ``--- kernel log`` and the log) as
     limits_classify's evidence; /dev/shm's size only outside containers (a container has its
     own)."""
     head, _sep, log = str(text or '').partition('--- kernel log')
@@ -108,6 +109,12 @@ def classify_node_evidence(text, context='unknown'):
             found['remove_ipc'] = 'yes' if parts[1] in ('true', 'yes') else 'no'
         elif parts[:1] == ['linger'] and len(parts) == 2:
             found['linger'] = parts[1] == 'yes'
+        elif parts[:1] == ['remove_ipc_at']:
+            at = parts[1] if len(parts) == 2 else ''
+            found.setdefault('ceilings', {})['removeipc'] = {
+                'value': found.get('remove_ipc', 'yes'),
+                'source': at or "systemd-logind's default (no RemoveIPC= in logind.conf or "
+                                "logind.conf.d)"}
     if log.strip():
         found['kernel_log'] = log.strip()
     return found

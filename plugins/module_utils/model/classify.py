@@ -311,6 +311,14 @@ def _prior(candidates, where, findings, evidence):
                 threads, 'RLIMIT_NPROC' if name == 'nproc' else name, limit)
     if 'nproc' in candidates and (evidence or {}).get('rlimit_nproc') is not None:
         return 'nproc', 'the failure printed RLIMIT_NPROC %s' % evidence['rlimit_nproc']
+    both = [(number(value_of(n, where, findings, evidence)[0]), n) for n in ('nproc', 'pids.max')
+            if n in candidates]
+    if len(both) == 2 and None not in (both[0][0], both[1][0]):
+        (low, name), (high, other) = sorted(both)
+        if low * 2 <= high:
+            # the job's tasks count against both: they meet the far lower one first
+            return name, '%s %d is far below %s %d here: the job meets it first' % (
+                name, low, other, high)
     if where.task_limit in candidates:
         return where.task_limit, '%s in a %s' % (TASK_LIMIT_WHY[where.task_limit], where.name)
     if where.name != UNKNOWN:

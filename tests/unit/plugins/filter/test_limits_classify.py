@@ -89,11 +89,19 @@ def test_the_playbook_s_readings_of_slurm_and_the_node():
     assert fields['StdErr'] == '/home/trainer/train 12.err'
     assert (lc.exit_status('0:9'), lc.exit_status('1:0'), lc.exit_status('137'),
             lc.exit_status('')) == (137, 1, 137, None)
-    node = ('shm_size 2048 4096\nremove_ipc true\nlinger no\n--- kernel log\n'
+    node = ('shm_size 2048 4096\nremove_ipc true\nlinger no\nremove_ipc_at\n--- kernel log\n'
             'Memory cgroup out of memory: Killed process 4242 (python)\n')
     assert lc.classify_node_evidence(node, 'login') == {
         'shm_size': 8 << 20, 'remove_ipc': 'yes', 'linger': False,
+        'ceilings': {'removeipc': {'value': 'yes', 'source': "systemd-logind's default (no "
+                                   "RemoveIPC= in logind.conf or logind.conf.d)"}},
         'kernel_log': 'Memory cgroup out of memory: Killed process 4242 (python)'}
+    site = node.replace('remove_ipc_at\n', 'remove_ipc_at /etc/systemd/logind.conf.d/x.conf:3\n')
+    found = lc.limits_classify('self._semlock = _multiprocessing.SemLock._rebuild(*state)\n'
+                               'FileNotFoundError: [Errno 2] No such file or directory',
+                               'service', [], lc.classify_node_evidence(site, 'service'))
+    assert (found['ceiling'], found['value'], found['place']) == (
+        'removeipc', 'yes', '/etc/systemd/logind.conf.d/x.conf:3')
     # a container has its own /dev/shm: the node's is no evidence of it
     assert 'shm_size' not in lc.classify_node_evidence(node, 'docker')
     # Slurm's state and the kernel log of the job's pid make a worker's Killed a memory kill

@@ -215,3 +215,18 @@ def test_a_context_s_record_says_where_the_job_ran():
     assert registry.job_context(None, 'Killed') is cl.NOWHERE
     found = answer('-bash: fork: retry: No child processes')
     assert (found['context'], found['ceiling']) == ('login', 'nproc')
+
+
+def test_with_both_task_limits_known_the_far_lower_one_is_met_first():
+    """A login whose slice caps it at 40 tasks and whose RLIMIT_NPROC is 63000: pids.max, at the
+    drop-in's line, with no thread count given."""
+    slice_d = '/etc/systemd/system/user-1001.slice.d/50-site.conf'
+    found = [rlimit('login', 'nproc', '63000:63000'),
+             fd.finding('login', 'pids', 'pids', 'gap', actual='40', short=['value'],
+                        places={'value': fd.place(slice_d, 2)})]
+    answered = answer(text('thread_nproc.txt'), 'login', found)
+    assert (answered['ceiling'], answered['place']) == ('pids.max', slice_d + ':2')
+    assert answered['reason'] == 'pids.max 40 is far below nproc 63000 here: the job meets it first'
+    # close values do not decide: the context's task limit does
+    found[0] = rlimit('login', 'nproc', '60:60')
+    assert answer(text('thread_nproc.txt'), 'login', found)['ceiling'] == 'nproc'
