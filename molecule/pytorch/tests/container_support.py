@@ -44,3 +44,21 @@ def assert_nothing_ran(host, engine, before):
     assert not host.file('/usr/local/libexec/gpufleet-badimage').exists
     assert not host.file('/var/lib/gpufleet-badimage').exists
     assert host.check_output('%s ps -aq --no-trunc | sort', engine) == before
+
+
+def classify(host, user, text, context, directory):
+    """The answer of playbooks/classify_failure.yml (issue 41) for ``user`` on this node, with
+    ``text`` as the job's log, as the playbook writes it to its classify_answer_dir."""
+    log = os.path.join(str(directory), 'job.log')
+    with open(log, 'w') as handle:
+        handle.write(text)
+    cmd = ansible_command(host, [
+        'ansible-playbook', os.path.join(ROOT, 'playbooks', 'classify_failure.yml'),
+        '--limit', host.backend.host, '-e', json.dumps(dict(
+            gpufleet_hosts='all', classify_log=log, classify_context=context,
+            limits_verify_user=user, classify_answer_dir=str(directory)))])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    with open(os.path.join(str(directory), '%s.json' % host.backend.host)) as handle:
+        return json.load(handle)

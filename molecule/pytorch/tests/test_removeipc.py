@@ -20,6 +20,7 @@ ROOT = os.environ.get('MOLECULE_PROJECT_DIRECTORY',
                       os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
 from scenario_support import ansible_command  # noqa: E402
+from container_support import classify  # noqa: E402
 
 PYTHON = os.environ.get('GPUFLEET_TORCH_PYTHON', '/opt/gpufleet/pytorch/bin/python')
 USER = os.environ.get('GPUFLEET_IPC_USER', 'gpufleet-check')
@@ -73,7 +74,7 @@ def job_across_session_end(host, semaphore=False):
     return status.strip(), output
 
 
-def test_the_job_loses_its_shm_when_the_session_ends_and_passes_after_tuning(host):
+def test_the_job_loses_its_shm_when_the_session_ends_and_passes_after_tuning(host, tmp_path):
     host.check_output('mkdir -p %s' % os.path.dirname(JOB))
     host.ansible('copy', 'src=%s dest=%s mode=0644' % (
         os.path.join(ROOT, 'molecule', 'pytorch', 'files', 'removeipc_job.py'), JOB), check=False)
@@ -91,6 +92,11 @@ def test_the_job_loses_its_shm_when_the_session_ends_and_passes_after_tuning(hos
         assert ('unable to open shared memory object </torch_' in output
                 and 'No such file or directory' in output) or \
             'could not unlink the shared memory file /torch_' in output, output
+        # why it died (issue 41): RemoveIPC, at logind's default (no drop-in), the job a
+        # service of the user
+        found = classify(host, USER, output, 'service', tmp_path)
+        assert (found['ceiling'], found['value']) == ('removeipc', 'yes'), found['summary']
+        assert found['place'].startswith("systemd-logind's default"), found
 
         # the semaphore: removed with the session, and the next epoch's worker cannot open it
         status, output, left = job_across_session_end(host, semaphore=True)

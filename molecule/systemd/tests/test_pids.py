@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -79,26 +80,27 @@ def tune(module, check=False):
                   check=check, diff=check)
 
 
-def classify(host, text, peaks):
-    """playbooks/classify_failure.yml on the node with ``text`` as the traceback: the verdict
-    line it prints for the login context."""
-    with tempfile.NamedTemporaryFile('w', suffix='.txt') as traceback:
-        traceback.write(text)
-        traceback.flush()
+def classify(host, text, evidence):
+    """playbooks/classify_failure.yml on the node with ``text`` as the job's log, in the login
+    context: the answer it writes to its classify_answer_dir."""
+    directory = tempfile.mkdtemp(prefix='gpufleet-classify-')
+    try:
+        log = os.path.join(directory, 'job.log')
+        with open(log, 'w') as handle:
+            handle.write(text)
         cmd = ansible_command(host, [
             'ansible-playbook', os.path.join(ROOT, 'playbooks', 'classify_failure.yml'),
             '--limit', host.backend.host, '-e', json.dumps(dict(
-                gpufleet_hosts='all', classify_traceback=traceback.name,
-                classify_context='login', classify_peaks=peaks, limits_verify_user=USER))])
-        env = dict(os.environ, ANSIBLE_NOCOLOR='1')
-        env.pop('ANSIBLE_FORCE_COLOR', None)
+                gpufleet_hosts='all', classify_log=log, classify_context='login',
+                classify_evidence=evidence, limits_verify_user=USER,
+                classify_answer_dir=directory))])
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, check=False, env=env)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    found = re.findall(r'"msg": "(%s \(login\): .*)"' % re.escape(host.backend.host),
-                       proc.stdout)
-    assert found, proc.stdout[-4000:]
-    return found[-1]
+                              universal_newlines=True, check=False)
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        with open(os.path.join(directory, '%s.json' % host.backend.host)) as handle:
+            return json.load(handle)
+    finally:
+        shutil.rmtree(directory)
 
 
 def test_pids_canary_fails_before_the_tune_and_passes_after(host, module):
@@ -112,15 +114,15 @@ def test_pids_canary_fails_before_the_tune_and_passes_after(host, module):
         assert before.rc == 1, before.stdout + before.stderr
         assert "can't start new thread" in before.stdout
         assert canary_user_service(host) == 1
-        # the classifier (issue 33.5), through its playbook: the error alone cannot tell the
-        # cgroup's pids.max from RLIMIT_NPROC; with the job's measured threads (the canary's
-        # started threads and its main one) it names pids.max and the line that sets it
+        # why it died (issues 33.5 and 41), through the playbook: the error alone cannot tell
+        # the cgroup's pids.max from RLIMIT_NPROC; the audit's values can (the slice's 300 far
+        # below the user's nproc, or with the job's measured threads at it): pids.max, at the
+        # line that sets it
         started = int(re.search(r'started (\d+) of', before.stdout).group(1))
-        verdict = classify(host, before.stdout, {})
-        assert 'unknown' in verdict and 'pids.max' in verdict, verdict
-        verdict = classify(host, before.stdout, {'threads': started + 1})
-        assert verdict.split(': ', 1)[1].startswith('pids.max'), verdict
-        assert SITE + ':2' in verdict, verdict
+        for evidence in ({}, {'threads': started + 1}):
+            found = classify(host, before.stdout, evidence)
+            assert (found['ceiling'], found['value']) == ('pids.max', '300'), found['summary']
+            assert found['place'] == SITE + ':2', found
 
         rows, _result = pids_rows(module)
         for context in ('login', 'user_manager'):
