@@ -95,10 +95,13 @@ def exit_status(value):
 def classify_node_evidence(text, context='unknown'):
     """The evidence classify_failure.yml reads on the node (lines ``shm_size BLOCKS SIZE``,
     ``remove_ipc true|false``, ``linger yes|no``, ``remove_ipc_at [PATH:LINE]`` (the line that
-    sets RemoveIPC, none for logind's default), then ``--- kernel log`` and the log) as
+    sets RemoveIPC, none for logind's default), a unit's ``oom_kill N``, ``memory_max V`` and
+    ``memory_max_at PATH:LINE``, then ``--- kernel log`` and the log; a ``--- journal`` and what
+    follows is the job's text, not evidence) as
     limits_classify's evidence; /dev/shm's size only outside containers (a container has its
     own)."""
-    head, _sep, log = str(text or '').partition('--- kernel log')
+    text = str(text or '').partition('--- journal')[0]
+    head, _sep, log = text.partition('--- kernel log')
     own_ipc = registry.job_context(context).own_ipc
     found = {}
     for line in head.splitlines():
@@ -109,6 +112,12 @@ def classify_node_evidence(text, context='unknown'):
             found['remove_ipc'] = 'yes' if parts[1] in ('true', 'yes') else 'no'
         elif parts[:1] == ['linger'] and len(parts) == 2:
             found['linger'] = parts[1] == 'yes'
+        elif parts[:1] == ['oom_kill'] and len(parts) == 2 and parts[1].isdigit():
+            found['oom_kill'] = int(parts[1])
+        elif parts[:1] == ['memory_max'] and len(parts) == 2:
+            found.setdefault('ceilings', {}).setdefault('memory', {})['value'] = parts[1]
+        elif parts[:1] == ['memory_max_at'] and len(parts) == 2:
+            found.setdefault('ceilings', {}).setdefault('memory', {})['source'] = parts[1]
         elif parts[:1] == ['remove_ipc_at']:
             at = parts[1] if len(parts) == 2 else ''
             found.setdefault('ceilings', {})['removeipc'] = {

@@ -46,19 +46,28 @@ def assert_nothing_ran(host, engine, before):
     assert host.check_output('%s ps -aq --no-trunc | sort', engine) == before
 
 
+def classify_unit(host, unit, directory):
+    """The answer of playbooks/classify_failure.yml for a systemd unit of this node."""
+    return _answer(host, dict(classify_unit=unit), directory)
+
+
+def _answer(host, variables, directory):
+    cmd = ansible_command(host, [
+        'ansible-playbook', os.path.join(ROOT, 'playbooks', 'classify_failure.yml'),
+        '--limit', host.backend.host, '-e', json.dumps(dict(
+            variables, gpufleet_hosts='all', classify_answer_dir=str(directory)))])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    with open(os.path.join(str(directory), '%s.json' % host.backend.host)) as handle:
+        return json.load(handle)
+
+
 def classify(host, user, text, context, directory):
     """The answer of playbooks/classify_failure.yml (issue 41) for ``user`` on this node, with
     ``text`` as the job's log, as the playbook writes it to its classify_answer_dir."""
     log = os.path.join(str(directory), 'job.log')
     with open(log, 'w') as handle:
         handle.write(text)
-    cmd = ansible_command(host, [
-        'ansible-playbook', os.path.join(ROOT, 'playbooks', 'classify_failure.yml'),
-        '--limit', host.backend.host, '-e', json.dumps(dict(
-            gpufleet_hosts='all', classify_log=log, classify_context=context,
-            limits_verify_user=user, classify_answer_dir=str(directory)))])
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    with open(os.path.join(str(directory), '%s.json' % host.backend.host)) as handle:
-        return json.load(handle)
+    return _answer(host, dict(classify_log=log, classify_context=context,
+                              limits_verify_user=user), directory)

@@ -11,6 +11,7 @@ plant are removed at the end, so that the scenario's later tests see the node as
 - memory: a service with MemoryMax=64M allocates 512 MiB and the OOM killer takes it;
 - shm: the DataLoader check's container job at Docker's default 64 MiB /dev/shm (converge)
   carries the answer; RemoveIPC: test_removeipc.py classifies its job's failure."""
+import base64
 import json
 import os
 import sys
@@ -20,7 +21,7 @@ import pytest
 ROOT = os.environ.get('MOLECULE_PROJECT_DIRECTORY',
                       os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 sys.path.insert(0, os.path.join(ROOT, 'tests'))
-from container_support import MB, classify, results  # noqa: E402
+from container_support import MB, classify, classify_unit, results  # noqa: E402
 
 USER = 'gpufleet-canary'
 PYTHON = '/opt/gpufleet/pytorch/bin/python'
@@ -33,10 +34,9 @@ MLOCK = ("import ctypes, mmap, os; size = 1 << 20; buf = mmap.mmap(-1, size); "
          "rc = libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(size)); "
          "err = ctypes.get_errno(); "
          "print('mlock: %s' % os.strerror(err) if rc else 'locked'); raise SystemExit(rc and 1)")
-THREADS = ("import threading, sys; stop = threading.Event(); n = 0\n"
-           "try:\n    for n in range(200):\n        threading.Thread(target=stop.wait).start()\n"
-           "except RuntimeError as exc:\n    stop.set(); print('started %d threads: %s' % (n, exc));"
-           " sys.exit(1)\nstop.set()")
+# daemon threads: the program ends when the 41st cannot start (a slice of 40 tasks)
+THREADS = ("import threading; stop = threading.Event(); "
+           "[threading.Thread(target=stop.wait, daemon=True).start() for _ in range(200)]")
 
 
 @pytest.fixture(scope='module')
@@ -82,28 +82,32 @@ def test_memlock_canary_is_named_with_its_limits_line(host, canary, tmp_path):
 
 def test_pids_canary_is_named_with_the_slice_drop_in(host, canary, tmp_path):
     run = login(host, "python3 -c %s" % json.dumps(THREADS))
-    assert run.rc == 1 and "can't start new thread" in run.stdout, run.stdout + run.stderr
-    found = classify(host, USER, run.stdout, 'login', tmp_path)
+    assert run.rc == 1 and "can't start new thread" in run.stderr, run.stdout + run.stderr
+    found = classify(host, USER, run.stderr, 'login', tmp_path)
     assert (found['ceiling'], found['value']) == ('pids.max', '40'), found['summary']
     assert found['place'] == canary['dropin'] + ':2', found
 
 
-def test_a_memory_cgroup_kill_is_named_memory_not_an_rlimit(host, canary, tmp_path):
-    host.check_output(
-        "printf '[Service]\\nType=exec\\nUser=%s\\nMemoryMax=64M\\nMemorySwapMax=0\\n"
-        "ExecStart=/usr/bin/python3 -c \"a = bytearray(512 << 20)\"\\n' > /etc/systemd/system/%s"
-        " && systemctl daemon-reload && systemctl reset-failed %s 2>/dev/null; true"
-        % (USER, OOM_UNIT, OOM_UNIT))
-    host.run('systemctl start %s' % OOM_UNIT)
-    host.check_output('timeout 60 sh -c "while systemctl is-active -q %s; do sleep 0.3; done"'
-                      % OOM_UNIT)
-    result = host.check_output('systemctl show -p Result --value %s' % OOM_UNIT)
-    if result != 'oom-kill':
-        pytest.skip('the memory cgroup did not act in this node (Result=%s)' % result)
-    log = host.check_output('journalctl -u %s -o cat --no-pager' % OOM_UNIT)
-    found = classify(host, USER, log, 'service', tmp_path)
+def test_a_memory_cgroup_kill_is_named_memory_at_memory_max(host, canary, tmp_path):
+    """A job wrapper (a shell that stays, as launchers do) in a service with MemoryMax=64M:
+    its python child allocates 512 MiB and the OOM killer takes it. classify_unit reads the
+    unit's journal, its memory cgroup's oom_kill (memory.events, or memory.oom_control on
+    cgroup v1) and the line that sets MemoryMax."""
+    unit = '/etc/systemd/system/%s' % OOM_UNIT
+    text = ('[Service]\nType=exec\nUser=%s\nMemorySwapMax=0\nMemoryMax=64M\n'
+            'ExecStart=/bin/sh -c \'python3 -c "a = bytearray(512 << 20)"; echo exit=$?; '
+            'exec sleep 600\'\n' % USER)
+    host.check_output('echo %s | base64 -d > %s && systemctl daemon-reload && '
+                      'systemctl restart %s' % (base64.b64encode(text.encode()).decode(), unit,
+                                                OOM_UNIT))
+    host.check_output('timeout 60 sh -c "until journalctl -u %s -o cat | grep -q ^exit=; do '
+                      'sleep 0.5; done"' % OOM_UNIT)
+    assert 'exit=137' in host.check_output('journalctl -u %s -o cat' % OOM_UNIT)
+    found = classify_unit(host, OOM_UNIT, tmp_path)
+    host.run('systemctl stop %s' % OOM_UNIT)
     assert (found['verdict'], found['ceiling']) == ('limit', 'memory'), found['summary']
-    assert 'oom-kill' in found['line'], found
+    assert (found['value'], found['place']) == ('67108864', unit + ':5'), found
+    assert any(e.startswith("the job's memory cgroup counted") for e in found['evidence'])
     assert not any('nofile' in fix or 'nproc' in fix for fix in found['fix'])
 
 

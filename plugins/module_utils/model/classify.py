@@ -398,6 +398,8 @@ def answer(text, where=None, findings=None, evidence=None):
     where = where or NOWHERE
     evidence = dict(evidence or {})
     text = str(text or '')
+    if evidence.get('exit_status') in (None, '') and ft.SIGKILL.search(text):
+        evidence['exit_status'] = 137
     stated = ft.NPROC_STATED.search(text)
     if stated and evidence.get('rlimit_nproc') is None:
         evidence['rlimit_nproc'] = stated.group(1)

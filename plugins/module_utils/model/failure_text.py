@@ -149,3 +149,6 @@ def pids_in(text):
 #: a memory kill can show as (a node that counted one: memory)
 THREADS = ('thread', 'fork-eagain')
 MEMORY_SHOWS_AS = ('enomem', 'mmap-enomem', 'segfault', 'oom') + THREADS
+#: a process killed by SIGKILL, as systemd and Go's os/exec say it (the OOM killer's signal, or
+#: someone's kill -9: an exit status of 137 to a shell)
+SIGKILL = re.compile(r'code=killed, status=9/KILL|signal: killed\b')

@@ -240,6 +240,9 @@ def from_row(row, status):
     gap = str(row.get('gap') or '')
     short = ['value'] if gap == 'max' else [s for s in gap.split('+') if s]
     places = row.get('places') or {}
+    if not places and kind == 'pids' and place_in(row.get('source')):
+        # a pids row names its setting first in its source (``FILE:2 (TasksMax=40 of ...)``)
+        places = {'value': place_in(row['source'])}
     extra = dict(proved_at=row['proved_at']) if row.get('proved_at') else {}
     return finding(
         row['context'], row['item'], kind, status, expected=row.get('expected'),

@@ -135,6 +135,13 @@ def test_a_memory_kill_is_named_as_such_and_not_blamed_on_an_rlimit():
     assert answer(exited, 'login')['verdict'] == cl.UNKNOWN
     found = answer('', 'k8s_pod', [], {'exit_status': 137})
     assert found['verdict'] == cl.UNKNOWN and 'oom_kill' in found['decide']
+    # systemd's word for SIGKILL: with the unit's cgroup's oom_kill, memory at MemoryMax=
+    killed = 'train.service: Main process exited, code=killed, status=9/KILL'
+    assert answer(killed, 'service')['candidates'] == ['memory']
+    found = answer(killed, 'service', [], {'oom_kill': 1, 'ceilings': {'memory': {
+        'value': '67108864', 'source': '/etc/systemd/system/train.service:5'}}})
+    assert (found['ceiling'], found['value'], found['place']) == (
+        'memory', '67108864', '/etc/systemd/system/train.service:5')
     # ENOMEM of a fork on a full node is memory; with the maps at the ceiling it is the maps
     enomem = text('mmap_enomem.txt')
     assert answer(enomem, 'login')['ceiling'] == 'memory'

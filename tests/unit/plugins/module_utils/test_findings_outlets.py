@@ -332,3 +332,17 @@ def test_the_core_finding_s_advice_is_core_dumps_own():
     [found] = findings.core_findings(dict(core_limit='unlimited:unlimited', pattern='core',
                                           warning='core unlimited: ...', advice=core_dumps.ADVICE))
     assert found['status'] == findings.GAP and found['advice']['action'] == core_dumps.ADVICE
+
+
+def test_a_pids_row_s_place_is_the_line_its_source_names():
+    """A pids row carries no places: its source names the setting first (``FILE:2 (TasksMax=40
+    of user-1001.slice)``); the finding's place, its advice's and the classifier's come from it
+    (found on a real node: the pids canary's answer had no file:line)."""
+    dropin = '/etc/systemd/system/user-1001.slice.d/95-site.conf'
+    row = dict(context='login', item='pids', kind='pids', actual='40', expected='1024',
+               gap='max', source='%s:2 (TasksMax=40 of user-1001.slice)' % dropin,
+               advice='raise or remove %s:2' % dropin)
+    found = findings.from_row(row, findings.row_status(row))
+    assert found['places'] == {'value': {'path': dropin, 'line': 2}}
+    assert findings.where(found['place']) == dropin + ':2'
+    assert (found['advice']['path'], found['advice']['line']) == (dropin, 2)
