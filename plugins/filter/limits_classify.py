@@ -80,6 +80,26 @@ def classify_slurm_fields(text):
     return found
 
 
+#: sacct -n -P -X -o State,ExitCode,User: its columns
+SACCT_COLUMNS = ('job_state', 'exit_status', 'user')
+
+
+def classify_slurm_job(scontrol, sacct=''):
+    """What classify_failure.yml reads of a Slurm job: ``{user, job_state, exit_status,
+    output}`` (output: the job's StdErr, else StdOut) from ``scontrol -o show job`` (slurmctld
+    keeps a job MinJobAge, 300 s by default, after it ends) and ``sacct -n -P -X -o
+    State,ExitCode,User`` (accounting, for older jobs; it prints nothing where
+    AccountingStorageType is none): sacct's values where it printed them, else scontrol's
+    (UserId=NAME(UID): the name); '' for what neither says."""
+    fields = classify_slurm_fields(scontrol)
+    first = (str(sacct or '').strip().splitlines() or [''])[0].split('|')
+    acct = dict(zip(SACCT_COLUMNS, [p.strip() for p in first])) if len(first) == 3 else {}
+    return {'user': acct.get('user') or re.sub(r'\(\d+\)$', '', fields.get('UserId', '')),
+            'job_state': acct.get('job_state') or fields.get('JobState', ''),
+            'exit_status': acct.get('exit_status') or fields.get('ExitCode', ''),
+            'output': fields.get('StdErr') or fields.get('StdOut') or ''}
+
+
 def exit_status(value):
     """An exit status as a shell reports it: sacct's ``EXIT:SIGNAL`` (``0:9``: killed by
     SIGKILL) as 128 + the signal, a number as is, else None."""
@@ -126,4 +146,5 @@ class FilterModule(object):
     def filters(self):
         return {'limits_classify': limits_classify,
                 'classify_slurm_fields': classify_slurm_fields,
+                'classify_slurm_job': classify_slurm_job,
                 'classify_node_evidence': classify_node_evidence}

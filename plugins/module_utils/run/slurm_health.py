@@ -46,6 +46,7 @@ import sys
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import failure_text
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
 
@@ -284,8 +285,8 @@ def epilog(args, child_command, environ, host):
     evidence = dict((k, v) for k, v in (('exit_status', status), ('job_state', state))
                     if v not in (None, ''))
     answer = classify.answer(text, registry.SLURM.job_context(), found, evidence)
-    line = 'gpufleet-slurm-epilog: job %s (%s, exit status %s): %s' % (
-        job or '?', state or '?', status if status is not None else '?', answer['summary'])
+    line = '%sjob %s (%s, exit status %s): %s' % (
+        failure_text.EPILOG_TOLD, job or '?', state or '?', status if status is not None else '?', answer['summary'])
     if answer['fix']:
         line += '; fix: %s' % answer['fix'][0]
     told = tell_job(environ, line)
@@ -344,8 +345,8 @@ def run(args, child_command, environ=None, host=None):
         line += ' (job %s of %s)' % (environ['SLURM_JOB_ID'], environ.get('SLURM_JOB_USER') or '?')
     if prolog and code == CRITICAL:
         # the job's output says why it did not start (Slurm shows it no Prolog output)
-        told = tell_job(environ, 'gpufleet-slurm-prolog: job %s not started on %s: %s'
-                        % (environ.get('SLURM_JOB_ID') or '?', node, sentence))
+        told = tell_job(environ, '%sjob %s not started on %s: %s' % (
+            failure_text.PROLOG_TOLD, environ.get('SLURM_JOB_ID') or '?', node, sentence))
         done += '; told the job in %s' % told if told else ''
     sys.stdout.write(line + ('; %s' % done if done else '') + '\n')
     sys.stdout.flush()
