@@ -87,3 +87,9 @@ def test_a_job_that_ran_out_of_files_is_told_why_and_the_playbook_agrees(
     # the hidden file is read as trainer, never as root: the playbook stops there
     rc, out = classify(host, hidden, answers)
     assert rc != 0 and 'Permission denied' in out, out[-3000:]
+    # a job slurmctld does not know (it forgets one MinJobAge after it ends; no accounting):
+    # the error names the job and what to pass instead
+    rc, out = classify(host, 99999, answers)
+    assert rc != 0 and ('classify_slurm_job=99999: slurmctld names no output file for it '
+                        '(scontrol -o show job: slurm_load_jobs error: Invalid job id '
+                        'specified); it forgets a job MinJobAge') in ' '.join(out.split()), out
