@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings as fd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node
 
 
 def _mapping(value, name):
@@ -71,13 +72,9 @@ def limits_classify(text, context='unknown', audit=None, evidence=None):
 
 
 def classify_slurm_fields(text):
-    """{key: value} of ``scontrol -o show job`` (one line of key=value pairs; a value runs
-    to the next key, as Command= and StdErr= may hold spaces)."""
-    found = {}
-    for match in re.finditer(r'(?:^|\s)([A-Za-z:/]+)=(.*?)(?=\s+[A-Za-z:/]+=|$)',
-                             str(text or '').strip()):
-        found.setdefault(match.group(1), match.group(2))
-    return found
+    """{key: value} of ``scontrol -o show job`` (slurm/slurm_node.show_job: the epilog reads
+    the same record)."""
+    return slurm_node.show_job(text)
 
 
 #: sacct -n -P -X -o State,ExitCode,User: its columns

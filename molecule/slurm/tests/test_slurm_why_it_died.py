@@ -1,7 +1,8 @@
 """issue 41 items 3 and 5 on a real slurmctld and slurmd: why did my job die. slurmd's drop-in
 hand-edited to nofile 1024 (a drift whose file:line the audit knows), Epilog= the limits_watch
 role's /usr/local/sbin/gpufleet-slurm-epilog; sbatch jobs of trainer: one opens 5000 files and
-dies of "Too many open files", one succeeds, one hides its output file from its own user.
+dies of "Too many open files" (its output in Slurm's default slurm-ID.out), one succeeds, one
+hides its output file from its own user.
 The epilog appends the answer (the value and the drop-in's line) to the failed job's file as
 the job's user, nothing to the others; playbooks/classify_failure.yml -e classify_slurm_job
 answers the same from the controller (no accounting on this node: scontrol's state and user)."""
@@ -28,10 +29,12 @@ exit $status
 OUT = '/tmp/gpufleet-why-%s.err'
 
 
-def submit(host, name, args='', script='/tmp/gpufleet-why.sh'):
-    """The job id of an sbatch job of trainer, its stdout and stderr in OUT % name."""
-    return host.check_output("runuser -l trainer -c 'cd /tmp && sbatch --parsable -o %s -e %s "
-                             "%s %s'" % (OUT % name, OUT % name, script, args)).strip()
+def submit(host, name=None, args='', script='/tmp/gpufleet-why.sh'):
+    """The job id of an sbatch job of trainer submitted in /tmp, its stdout and stderr in
+    OUT % name; with no name, in Slurm's default /tmp/slurm-ID.out."""
+    files = '-o %s -e %s ' % (OUT % name, OUT % name) if name else ''
+    return host.check_output("runuser -l trainer -c 'cd /tmp && sbatch --parsable %s%s %s'"
+                             % (files, script, args)).strip()
 
 
 def classify(host, job, answers):
@@ -52,7 +55,8 @@ def test_a_job_that_ran_out_of_files_is_told_why_and_the_playbook_agrees(
                       % SCRIPT.replace("'", "'\\''"))
     slurm_conf(host, ['Epilog=%s' % EPILOG])
     drift(host)
-    failed = submit(host, 'failed')
+    # no -o/-e, as most jobs: slurmd's Epilog environment then names no output file
+    failed = submit(host)
     good = submit(host, 'good', script='--wrap "echo fine"')
     hidden = submit(host, 'hidden', OUT % 'hidden')
     # slurmd runs the epilog while the job is COMPLETING: its end state comes after
@@ -61,13 +65,14 @@ def test_a_job_that_ran_out_of_files_is_told_why_and_the_playbook_agrees(
              'job %s ended' % job, 60)
 
     # the failed job's own file: its error, then our line, appended as trainer
-    lines = host.file(OUT % 'failed').content_string.splitlines()
+    failed_out = '/tmp/slurm-%s.out' % failed
+    lines = host.file(failed_out).content_string.splitlines()
     print('\n'.join(lines[-2:]))
     assert lines[-2] == ERROR, lines
     assert lines[-1].startswith(
         'gpufleet-slurm-epilog: job %s (COMPLETING, exit status 1): nofile = 1024 at %s in '
         'slurm_job: %s; fix: raise or remove %s ' % (failed, PLACE, ERROR, PLACE)), lines[-1]
-    assert host.file(OUT % 'failed').user == 'trainer'
+    assert host.file(failed_out).user == 'trainer'
     # a job that ended 0 is left alone
     assert host.file(OUT % 'good').content_string == 'fine\n'
     # a file its user cannot read or write: not read, not written (root could have)

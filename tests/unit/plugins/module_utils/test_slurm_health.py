@@ -278,10 +278,11 @@ class JobScontrol(object):
 
 def test_job_end_reads_exit_code_signal_and_state():
     shown = 'JobId=12 JobName=train JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 StdErr=/x'
-    assert sh.job_end(JobScontrol(shown), '12') == (1, 'FAILED')
-    assert sh.job_end(JobScontrol('JobId=12 JobState=CANCELLED ExitCode=0:9'), '12') == (
-        137, 'CANCELLED')
-    assert sh.job_end(JobScontrol(None), '12') == (None, '')
+    assert sh.job_end(sh.job_record(JobScontrol(shown), '12')) == (1, 'FAILED')
+    assert sh.job_end(sh.job_record(JobScontrol('JobId=12 JobState=CANCELLED ExitCode=0:9'),
+                                    '12')) == (137, 'CANCELLED')
+    assert sh.job_record(JobScontrol(None), '12') == {}
+    assert sh.job_end({}) == (None, '')
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='drops privileges: needs root')
@@ -346,3 +347,28 @@ def test_the_lines_the_prolog_and_epilog_appended_are_no_error_text():
     # our lines alone are no error text
     assert classify.answer(TOLD + '\n' + prolog, registry.SLURM.job_context(), found)[
         'verdict'] == 'unknown'
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='drops privileges: needs root')
+def test_a_job_with_slurms_default_output_file_is_told_too(shared_dir, capsys):
+    """A job submitted without -o/-e writes slurm-%j.out in its working directory, and slurmd's
+    Epilog environment then names no SLURM_JOB_STDOUT or SLURM_JOB_STDERR (Slurm 22.05 on the
+    real node): the file is the one `scontrol -o show job` names (StdErr, else StdOut; its
+    patterns filled by Slurm), read at the epilog's start anyway for the exit code."""
+    out = shared_dir / 'slurm-13.out'
+    out.write_text(JOB_ERR)
+    os.chown(str(out), 65534, 65534)
+    env = dict(SLURM_JOB_ID='13', SLURM_JOB_USER='nobody', SLURM_JOB_UID='65534',
+               SLURM_JOB_GID='65534', SLURM_JOB_WORK_DIR=str(shared_dir))
+    host = JobScontrol('JobId=13 JobName=wrap UserId=nobody(65534) JobState=COMPLETING '
+                       'Reason=NonZeroExitCode ExitCode=1:0 Command=(null) WorkDir=%s StdErr=%s '
+                       'StdIn=/dev/null StdOut=%s Power= ' % (shared_dir, out, out))
+    assert sh.run(args(shared_dir, 'slurm-epilog'), child_printing([JOB_ROW]), env, host) == 0
+    told = out.read_text().splitlines()
+    assert told[-1].startswith(
+        'gpufleet-slurm-epilog: job 13 (COMPLETING, exit status 1): nofile = 1024 at %s:4 in '
+        "slurm_job: OSError: [Errno 24] Too many open files: '/dev/null'; fix: " % DROPIN), told
+    assert capsys.readouterr().out.rstrip().endswith('; told the job in %s' % out)
+    # the environment's file where slurmctld does not answer
+    assert sh.job_file(dict(env, SLURM_JOB_STDOUT='/o/%j.out'), {}) == '/o/13.out'
+    assert sh.job_file(env, {'StdErr': '/e/x.err', 'StdOut': '/o/x.out'}) == '/e/x.err'
