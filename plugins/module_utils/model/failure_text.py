@@ -112,7 +112,7 @@ NPROC_STATED = re.compile(r'RLIMIT_NPROC\D{0,20}(\d+|unlimited)\s*current', I)
 PATH = re.compile(r"(?:'|\"|\s|^)(/[\w.@+-]+(?:/[\w.@+-]+)+)")
 SHM_PATH = re.compile(r'/dev/shm|/torch_|\bshm\b', I)
 DATALOADER = re.compile(r'DataLoader|dataloader\.py|_worker_loop|multiprocessing|'
-                         r'torch/storage|share_memory|collate', I)
+                        r'torch/storage|share_memory|collate', I)
 
 
 def last(pattern, lines):
