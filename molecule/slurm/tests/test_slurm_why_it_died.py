@@ -79,7 +79,12 @@ def test_a_job_that_ran_out_of_files_is_told_why_and_the_playbook_agrees(
     assert host.file(OUT % 'hidden').mode == 0
     assert host.check_output('cat %s' % OUT % 'hidden').splitlines()[-1] == ERROR
 
-    answers = tempfile.mkdtemp(prefix='gpufleet-why-')
+    with tempfile.TemporaryDirectory(prefix='gpufleet-why-') as answers:
+        check_the_playbook(host, failed, hidden, answers)
+
+
+def check_the_playbook(host, failed, hidden, answers):
+    """classify_failure.yml from the controller, its answers written to ``answers``."""
     rc, out = classify(host, failed, answers)
     assert rc == 0, out[-3000:]
     with open(os.path.join(answers, '%s.json' % host.backend.host)) as handle:
