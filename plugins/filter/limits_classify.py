@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings as fd
+from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node
 
 
 def _mapping(value, name):
@@ -71,13 +72,29 @@ def limits_classify(text, context='unknown', audit=None, evidence=None):
 
 
 def classify_slurm_fields(text):
-    """{key: value} of ``scontrol -o show job`` (one line of key=value pairs; a value runs
-    to the next key, as Command= and StdErr= may hold spaces)."""
-    found = {}
-    for match in re.finditer(r'(?:^|\s)([A-Za-z:/]+)=(.*?)(?=\s+[A-Za-z:/]+=|$)',
-                             str(text or '').strip()):
-        found.setdefault(match.group(1), match.group(2))
-    return found
+    """{key: value} of ``scontrol -o show job`` (slurm/slurm_node.show_job: the epilog reads
+    the same record)."""
+    return slurm_node.show_job(text)
+
+
+#: sacct -n -P -X -o State,ExitCode,User: its columns
+SACCT_COLUMNS = ('job_state', 'exit_status', 'user')
+
+
+def classify_slurm_job(scontrol, sacct=''):
+    """What classify_failure.yml reads of a Slurm job: ``{user, job_state, exit_status,
+    output}`` (output: the job's StdErr, else StdOut) from ``scontrol -o show job`` (slurmctld
+    keeps a job MinJobAge, 300 s by default, after it ends) and ``sacct -n -P -X -o
+    State,ExitCode,User`` (accounting, for older jobs; it prints nothing where
+    AccountingStorageType is none): sacct's values where it printed them, else scontrol's
+    (UserId=NAME(UID): the name); '' for what neither says."""
+    fields = classify_slurm_fields(scontrol)
+    first = (str(sacct or '').strip().splitlines() or [''])[0].split('|')
+    acct = dict(zip(SACCT_COLUMNS, [p.strip() for p in first])) if len(first) == 3 else {}
+    return {'user': acct.get('user') or re.sub(r'\(\d+\)$', '', fields.get('UserId', '')),
+            'job_state': acct.get('job_state') or fields.get('JobState', ''),
+            'exit_status': acct.get('exit_status') or fields.get('ExitCode', ''),
+            'output': fields.get('StdErr') or fields.get('StdOut') or ''}
 
 
 def exit_status(value):
@@ -135,4 +152,5 @@ class FilterModule(object):
     def filters(self):
         return {'limits_classify': limits_classify,
                 'classify_slurm_fields': classify_slurm_fields,
+                'classify_slurm_job': classify_slurm_job,
                 'classify_node_evidence': classify_node_evidence}

@@ -112,7 +112,7 @@ NPROC_STATED = re.compile(r'RLIMIT_NPROC\D{0,20}(\d+|unlimited)\s*current', I)
 PATH = re.compile(r"(?:'|\"|\s|^)(/[\w.@+-]+(?:/[\w.@+-]+)+)")
 SHM_PATH = re.compile(r'/dev/shm|/torch_|\bshm\b', I)
 DATALOADER = re.compile(r'DataLoader|dataloader\.py|_worker_loop|multiprocessing|'
-                         r'torch/storage|share_memory|collate', I)
+                        r'torch/storage|share_memory|collate', I)
 
 
 def last(pattern, lines):
@@ -124,12 +124,25 @@ def last(pattern, lines):
     return found[:300]
 
 
+#: how the lines gpufleet's Slurm prolog and epilog append to a job's output file begin
+#: (run/slurm_health.py writes them): an answer already given, never the job's own error
+PROLOG_TOLD, EPILOG_TOLD = 'gpufleet-slurm-prolog: ', 'gpufleet-slurm-epilog: '
+
+
+def job_lines(text):
+    """The lines of ``text`` that are the job's own: not those the prolog or epilog appended
+    (a file read after the epilog, or a requeued job's)."""
+    return [line for line in str(text or '').splitlines()
+            if not line.startswith((PROLOG_TOLD, EPILOG_TOLD))]
+
+
 def read(text):
-    """(rule, line) of the first rule that matches a line of ``text``; (None, '') when none."""
-    lines = str(text or '').splitlines()
+    """(rule, line) of the first rule that matches a line of ``text`` (the job's own lines:
+    :func:`job_lines`); (None, '') when none."""
+    lines = job_lines(text)
     for rule in RULES:
         line = last(rule.pattern, lines)
-        if line and (rule.needs is None or rule.needs.search(str(text))):
+        if line and (rule.needs is None or rule.needs.search('\n'.join(lines))):
             return rule, line
     return None, ''
 

@@ -46,8 +46,10 @@ import sys
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import failure_text
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch
+from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node
 
 #: the start of every drain reason this check sets: the only drains it lifts
 MARKER = 'gpufleet:'
@@ -147,8 +149,7 @@ def node_name(environ):
     else the NodeName of slurm.conf that names this host."""
     if environ.get('SLURMD_NODENAME'):
         return environ['SLURMD_NODENAME']
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node as sn
-    return sn.this_node(sn.find_conf())
+    return slurm_node.this_node(slurm_node.find_conf())
 
 
 def update(host, node, state, why=None):
@@ -203,10 +204,16 @@ def act(host, node, code, sentence, prolog=False):
     return ''
 
 
-def job_file(environ):
-    """The batch job's own stderr (else stdout) file as the Prolog's environment names it
-    (SLURM_JOB_STDERR, SLURM_JOB_STDOUT: prolog_epilog.html), with %j, %J and %u filled in;
-    None for a job that named none, a relative path or other % patterns."""
+def job_file(environ, record=None):
+    """The batch job's own stderr (else stdout) file: the one its record names (``record``:
+    `scontrol -o show job`'s StdErr, StdOut, patterns filled in by Slurm; the only place that
+    names slurm-%j.out, the file of a job submitted without -o/-e, whose Epilog environment
+    names none), else as the Prolog's environment names it (SLURM_JOB_STDERR,
+    SLURM_JOB_STDOUT: prolog_epilog.html), with %j, %J and %u filled in; None for a job that
+    named none, a relative path or other % patterns."""
+    shown = (record or {}).get('StdErr') or (record or {}).get('StdOut') or ''
+    if shown.startswith('/'):
+        return shown
     path = environ.get('SLURM_JOB_STDERR') or environ.get('SLURM_JOB_STDOUT') or ''
     job = environ.get('SLURM_JOB_ID') or ''
     for pattern, value in (('%j', job), ('%J', job), ('%u', environ.get('SLURM_JOB_USER') or '')):
@@ -230,10 +237,10 @@ def as_the_job_user(environ):
     return drop
 
 
-def read_job_tail(environ, size=TAIL_BYTES):
+def read_job_tail(environ, record=None, size=TAIL_BYTES):
     """The last ``size`` bytes of the job's file (:func:`job_file`), read as the job's user
     (the path is the user's: never read as root); '' when there is none."""
-    path, drop = job_file(environ), as_the_job_user(environ)
+    path, drop = job_file(environ, record), as_the_job_user(environ)
     if path is None or drop is None:
         return ''
     try:
@@ -246,28 +253,32 @@ def read_job_tail(environ, size=TAIL_BYTES):
     return done.stdout.decode('utf-8', 'replace') if done.returncode == 0 else ''
 
 
-def job_end(host, job):
-    """(exit status, state) of a job from ``scontrol -o show job`` (ExitCode=CODE:SIGNAL, a
-    signal as 128 + it; JobState); (None, '') when slurmctld does not answer."""
+def job_record(host, job):
+    """The job's record, ``scontrol -o show job`` (slurm_node.show_job); {} when slurmctld
+    does not answer."""
     rc, out, _err = host.run_command(['scontrol', '-o', 'show', 'job', str(job)])
-    if rc != 0:
-        return None, ''
-    code = re.search(r'\bExitCode=(\d+):(\d+)', out)
-    state = re.search(r'\bJobState=(\S+)', out)
+    return slurm_node.show_job(out) if rc == 0 else {}
+
+
+def job_end(record):
+    """(exit status, state) of a job's record (:func:`job_record`: ExitCode=CODE:SIGNAL, a
+    signal as 128 + it; JobState, COMPLETING while the epilog runs); (None, '') for none."""
+    code = re.match(r'(\d+):(\d+)$', record.get('ExitCode', ''))
     status = None
     if code:
         status = 128 + int(code.group(2)) if int(code.group(2)) else int(code.group(1))
-    return status, state.group(1) if state else ''
+    return status, record.get('JobState', '')
 
 
 def epilog(args, child_command, environ, host):
     """The epilog mode (see the module docstring): one line on stdout, always exit 0."""
     job = environ.get('SLURM_JOB_ID') or ''
-    status, state = job_end(host, job) if job else (None, '')
+    record = job_record(host, job) if job else {}
+    status, state = job_end(record)
     if status == 0:
         sys.stdout.write('OK: job %s ended with exit status 0\n' % job)
         return 0
-    text = read_job_tail(environ)
+    text = read_job_tail(environ, record)
     found = []
     try:
         params = drift_watch.read_profile(args.profile)
@@ -284,20 +295,20 @@ def epilog(args, child_command, environ, host):
     evidence = dict((k, v) for k, v in (('exit_status', status), ('job_state', state))
                     if v not in (None, ''))
     answer = classify.answer(text, registry.SLURM.job_context(), found, evidence)
-    line = 'gpufleet-slurm-epilog: job %s (%s, exit status %s): %s' % (
-        job or '?', state or '?', status if status is not None else '?', answer['summary'])
+    line = '%sjob %s (%s, exit status %s): %s' % (
+        failure_text.EPILOG_TOLD, job or '?', state or '?', status if status is not None else '?', answer['summary'])
     if answer['fix']:
         line += '; fix: %s' % answer['fix'][0]
-    told = tell_job(environ, line)
+    told = tell_job(environ, line, record)
     sys.stdout.write('%s%s\n' % (line, '; told the job in %s' % told if told else ''))
     sys.stdout.flush()
     return 0
 
 
-def tell_job(environ, line):
+def tell_job(environ, line, record=None):
     """Append ``line`` to the job's file (:func:`job_file`) as the job's user (SLURM_JOB_UID,
     SLURM_JOB_GID; the path is the user's: never written as root). The file written, or ''."""
-    path, drop = job_file(environ), as_the_job_user(environ)
+    path, drop = job_file(environ, record), as_the_job_user(environ)
     if path is None or drop is None:
         return ''
     # slurmd runs the prolog with no AnsibleModule (plain Python), and run_command cannot drop
@@ -344,8 +355,8 @@ def run(args, child_command, environ=None, host=None):
         line += ' (job %s of %s)' % (environ['SLURM_JOB_ID'], environ.get('SLURM_JOB_USER') or '?')
     if prolog and code == CRITICAL:
         # the job's output says why it did not start (Slurm shows it no Prolog output)
-        told = tell_job(environ, 'gpufleet-slurm-prolog: job %s not started on %s: %s'
-                        % (environ.get('SLURM_JOB_ID') or '?', node, sentence))
+        told = tell_job(environ, '%sjob %s not started on %s: %s' % (
+            failure_text.PROLOG_TOLD, environ.get('SLURM_JOB_ID') or '?', node, sentence))
         done += '; told the job in %s' % told if told else ''
     sys.stdout.write(line + ('; %s' % done if done else '') + '\n')
     sys.stdout.flush()

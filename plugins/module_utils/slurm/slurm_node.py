@@ -323,3 +323,14 @@ def refusal(text):
             if phrase.lower() in (text or '').lower():
                 return reason, phrase
     return None
+
+
+def show_job(text):
+    """{key: value} of ``scontrol -o show job`` (one line of key=value pairs; a value runs
+    to the next key, as Command= and StdErr= may hold spaces; StdErr and StdOut with Slurm's
+    patterns filled in, slurm-%j.out in the working directory when the job named none)."""
+    found = {}
+    for match in re.finditer(r'(?:^|\s)([A-Za-z:/]+)=(.*?)(?=\s+[A-Za-z:/]+=|$)',
+                             str(text or '').strip()):
+        found.setdefault(match.group(1), match.group(2))
+    return found

@@ -116,3 +116,24 @@ def test_the_playbook_s_readings_of_slurm_and_the_node():
                                'unexpectedly', 'slurm_job', [],
                                lc.classify_node_evidence(other, 'slurm_job'))
     assert found['verdict'] == 'unknown'
+
+
+def test_a_slurm_job_without_accounting_is_read_from_scontrol():
+    """classify_failure.yml -e classify_slurm_job on the real node (molecule/slurm, no
+    accounting): sacct prints nothing ("Slurm accounting storage is disabled"), so the job's
+    user, state and exit code are scontrol's; the audit was of root and the answer had no exit
+    status before."""
+    shown = ('JobId=5 JobName=wrap UserId=trainer(1001) GroupId=trainer(1001) MCS_label=N/A '
+             'JobState=FAILED Reason=NonZeroExitCode Dependency=(null) ExitCode=1:0 '
+             'AllocNode:Sid=node:2888 TRES=cpu=1,mem=1M,node=1,billing=1 Command=(null) '
+             'WorkDir=/tmp StdErr=/tmp/w-5.err StdIn=/dev/null StdOut=/tmp/w-5.out Power= ')
+    assert lc.classify_slurm_job(shown, '') == dict(
+        user='trainer', job_state='FAILED', exit_status='1:0', output='/tmp/w-5.err')
+    # sacct's where it answered (accounting keeps the job after slurmctld forgot it)
+    assert lc.classify_slurm_job('', 'OUT_OF_MEMORY|0:125|alice\n') == dict(
+        user='alice', job_state='OUT_OF_MEMORY', exit_status='0:125', output='')
+    assert lc.classify_slurm_job(shown, 'CANCELLED by 1001|0:15|trainer')['job_state'] == (
+        'CANCELLED by 1001')
+    # only stdout named (sbatch -o): scontrol's StdErr is the same file
+    assert lc.classify_slurm_job('UserId=bob(7) StdOut=/o/x.out')['output'] == '/o/x.out'
+    assert lc.classify_slurm_job('') == dict(user='', job_state='', exit_status='', output='')

@@ -15,6 +15,8 @@ import pytest
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import drift_watch as dw
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import slurm_health as sh
 from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
+from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
 
 DROPIN = '/etc/systemd/system/slurmd.service.d/90-gpufleet-tuning.conf'
 JOB_ROW = dict(context='slurm_job', item='nofile', actual='1024:1024', expected='16384:16384',
@@ -276,10 +278,11 @@ class JobScontrol(object):
 
 def test_job_end_reads_exit_code_signal_and_state():
     shown = 'JobId=12 JobName=train JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 StdErr=/x'
-    assert sh.job_end(JobScontrol(shown), '12') == (1, 'FAILED')
-    assert sh.job_end(JobScontrol('JobId=12 JobState=CANCELLED ExitCode=0:9'), '12') == (
-        137, 'CANCELLED')
-    assert sh.job_end(JobScontrol(None), '12') == (None, '')
+    assert sh.job_end(sh.job_record(JobScontrol(shown), '12')) == (1, 'FAILED')
+    assert sh.job_end(sh.job_record(JobScontrol('JobId=12 JobState=CANCELLED ExitCode=0:9'),
+                                    '12')) == (137, 'CANCELLED')
+    assert sh.job_record(JobScontrol(None), '12') == {}
+    assert sh.job_end({}) == (None, '')
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='drops privileges: needs root')
@@ -314,3 +317,58 @@ def test_the_epilog_tells_a_failed_job_why_it_died_and_leaves_a_good_one_alone(
     secret.write_text('Too many open files\n')
     os.chmod(str(secret), 0o600)
     assert sh.read_job_tail(dict(env, SLURM_JOB_STDERR=str(secret))) == ''
+
+
+# the line the epilog appended on the real node (molecule/slurm): its fix names slurm.conf's
+# PropagateResourceLimitsExcept=NOFILE,NPROC,MEMLOCK, which the memlock rule matches
+TOLD = ('gpufleet-slurm-epilog: job 5 (COMPLETING, exit status 1): nofile = 1024 at %s:4 in '
+        "slurm_job: OSError: [Errno 24] Too many open files: '/dev/null'; fix: raise or remove "
+        '%s:4 (not propagated: /etc/slurm/slurm.conf:17 PropagateResourceLimitsExcept=NOFILE,'
+        'NPROC,MEMLOCK) (it sets 1024:1024); limits_profile does not edit files it does not own'
+        % (DROPIN, DROPIN))
+JOB_ERR = ('Traceback (most recent call last):\n  File "/tmp/fds.py", line 2, in <module>\n'
+           "OSError: [Errno 24] Too many open files: '/dev/null'\n")
+MEMLOCK_ROW = dict(JOB_ROW, item='memlock', actual='8MiB:8MiB', expected='unlimited:unlimited',
+                   places={'soft': {'path': DROPIN, 'line': 3}})
+
+
+def test_the_lines_the_prolog_and_epilog_appended_are_no_error_text():
+    """The playbook (classify_failure.yml -e classify_slurm_job) and a requeued job's epilog
+    read the job's file with the answer already appended: the job's own error decides, not
+    the words of our answer (on the real node it answered memlock, from MEMLOCK in the fix)."""
+    prolog = ('gpufleet-slurm-prolog: job 5 not started on n1: gpufleet: slurm_job memlock 8MiB '
+              '< 16MiB (%s:3)' % DROPIN)
+    found = [f(MEMLOCK_ROW), f(JOB_ROW)]
+    for text in (JOB_ERR + TOLD + '\n', prolog + '\n' + JOB_ERR + TOLD + '\n'):
+        answer = classify.answer(text, registry.SLURM.job_context(), found)
+        assert (answer['ceiling'], answer['value'], answer['place']) == (
+            'nofile', '1024', '%s:4' % DROPIN), answer['summary']
+        assert answer['line'] == "OSError: [Errno 24] Too many open files: '/dev/null'"
+    # our lines alone are no error text
+    assert classify.answer(TOLD + '\n' + prolog, registry.SLURM.job_context(), found)[
+        'verdict'] == 'unknown'
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='drops privileges: needs root')
+def test_a_job_with_slurms_default_output_file_is_told_too(shared_dir, capsys):
+    """A job submitted without -o/-e writes slurm-%j.out in its working directory, and slurmd's
+    Epilog environment then names no SLURM_JOB_STDOUT or SLURM_JOB_STDERR (Slurm 22.05 on the
+    real node): the file is the one `scontrol -o show job` names (StdErr, else StdOut; its
+    patterns filled by Slurm), read at the epilog's start anyway for the exit code."""
+    out = shared_dir / 'slurm-13.out'
+    out.write_text(JOB_ERR)
+    os.chown(str(out), 65534, 65534)
+    env = dict(SLURM_JOB_ID='13', SLURM_JOB_USER='nobody', SLURM_JOB_UID='65534',
+               SLURM_JOB_GID='65534', SLURM_JOB_WORK_DIR=str(shared_dir))
+    host = JobScontrol('JobId=13 JobName=wrap UserId=nobody(65534) JobState=COMPLETING '
+                       'Reason=NonZeroExitCode ExitCode=1:0 Command=(null) WorkDir=%s StdErr=%s '
+                       'StdIn=/dev/null StdOut=%s Power= ' % (shared_dir, out, out))
+    assert sh.run(args(shared_dir, 'slurm-epilog'), child_printing([JOB_ROW]), env, host) == 0
+    told = out.read_text().splitlines()
+    assert told[-1].startswith(
+        'gpufleet-slurm-epilog: job 13 (COMPLETING, exit status 1): nofile = 1024 at %s:4 in '
+        "slurm_job: OSError: [Errno 24] Too many open files: '/dev/null'; fix: " % DROPIN), told
+    assert capsys.readouterr().out.rstrip().endswith('; told the job in %s' % out)
+    # the environment's file where slurmctld does not answer
+    assert sh.job_file(dict(env, SLURM_JOB_STDOUT='/o/%j.out'), {}) == '/o/13.out'
+    assert sh.job_file(env, {'StdErr': '/e/x.err', 'StdOut': '/o/x.out'}) == '/e/x.err'
