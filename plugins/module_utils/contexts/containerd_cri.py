@@ -358,16 +358,26 @@ class ContainerdCri(Context):
 
     def configured(self, report):
         """What a new pod gets, item by item, with where it comes from: the base spec's
-        rlimit entry, or containerd's process limit and the unit setting behind it."""
+        rlimit entry, or containerd's process limit and the unit setting behind it; each
+        side's place (``soft_place``, ``hard_place``: the base spec, the unit's line), and for
+        a base spec entry what changes it (``fix``: this context patches every handler's base
+        spec)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
         if not report or report.get('error'):
             return {}
         found = {}
         how = PROBED if report['probed'] else PREDICTED
+        spec_at = findings.place(report['base_spec'])
+        # the profile patched into the handler's base spec decides every rlimit of a pod
+        patch = ('run limits_profile with contexts: [%s] (it patches the profile into %s '
+                 'process.rlimits; containerd restarts when no pod runs, and a new pod gets '
+                 'it)' % (self.name, report['base_spec']))
         for item, limit in report['spec_limits'].items():
             found[item] = dict(soft=limit['soft'], hard=limit['hard'], source=(
                 '%s: %s process.rlimits[%d] RLIMIT_%s (handler %s)' % (
                     how, report['base_spec'], report['spec_index'][item],
-                    model.ITEMS[item].rlimit, report['handler'])))
+                    model.ITEMS[item].rlimit, report['handler'])),
+                soft_place=spec_at, hard_place=spec_at, fix=patch)
         why = ('not in the base spec %s' % report['base_spec'] if report['base_spec']
                else 'handler %s has no base spec' % report['handler'])
         for item, live in report['containerd'].items():
@@ -382,7 +392,26 @@ class ContainerdCri(Context):
             note = ', soft raised to hard by Go' if item == 'nofile' else ''
             found[item] = dict(soft=soft, hard=hard, source=(
                 '%s: containerd\'s own limits (%s%s), set by %s' % (how, why, note, origin)))
+            at = findings.place(setting.get('source'), setting.get('line'))
+            if at:
+                found[item].update(soft_place=at, hard_place=at)
+            if report['base_spec']:
+                found[item]['fix'] = patch
+            elif self.dropin_decides(setting.get('source')):
+                found[item]['fix'] = (
+                    'run limits_profile with contexts: [%s] (it writes %s; containerd '
+                    'restarts when no pod runs, and a new pod gets containerd\'s new limits)'
+                    % (self.name, sdpaths.dropin_path(unit=UNIT)))
         return found
+
+    @staticmethod
+    def dropin_decides(source):
+        """Whether the collection's drop-in for containerd.service would decide a limit now
+        set at ``source`` (a unit file or drop-in path; None: the manager's default): every
+        place but a drop-in that sorts after it (systemd applies drop-ins in name order)."""
+        if not source or not source.endswith('.conf') or '.d/' not in source:
+            return True
+        return os.path.basename(source) <= sdpaths.DROPIN_NAME
 
     def predict(self, report):
         """{item: Limit} a new pod gets, from :meth:`configured` (the audit's rows when no

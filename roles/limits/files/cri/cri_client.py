@@ -22,10 +22,23 @@ prints its stdout and stderr (from the CRI log) and exits with its exit status. 
 ``--shm-size`` the container has the sandbox's /dev/shm (64 MB in containerd); with it, a tmpfs
 of that size is mounted over /dev/shm, as the kubelet mounts an ``emptyDir`` of medium
 ``Memory``. SIGTERM (coreutils ``timeout``) stops and removes the pod before the client exits.
+``--pod NAME [--namespace NS] --keep`` names the pod and leaves it, its exited container and its
+log (/var/log/pods/NS_NAME_UID/job/0.log, where the kubelet puts them) in place, as the kubelet
+leaves a failed pod of restartPolicy Never; ``--memory-limit BYTES`` is the container's
+``resources.limits.memory`` (linux.resources.memory_limit_in_bytes).
+
+``last --pod NAME [--namespace NS] [--tail-bytes N]`` reads a pod's last container (the newest
+one of the pod's sandboxes named NAME in NS, exited or running, as ``crictl ps -a --pod``): one
+JSON object, ``status`` its ContainerStatus as ``crictl inspect -o json`` prints it (camelCase:
+``state``, ``exitCode``, ``reason`` such as ``OOMKilled``, ``logPath``), ``stdout`` and
+``stderr`` the end of its CRI log (playbooks/classify_failure.yml's ``classify_cri_client``).
+Exit 3 when there is no such pod or it has no container. ``remove --pod NAME [--namespace NS]``
+stops and removes the pod's sandboxes (what the kubelet does when the pod is deleted).
 """
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -36,7 +49,7 @@ import time
 import uuid
 
 import grpc
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVICE = '/runtime.v1.RuntimeService/'
@@ -75,13 +88,18 @@ class Runtime(object):
         except grpc.RpcError as exc:
             raise CriError('%s: %s: %s' % (method, exc.code().name, exc.details()))
 
-    def run_sandbox(self, prefix, handler, log_directory=None):
-        """A new host-network pod sandbox: (its id, its config)."""
-        name = prefix + uuid.uuid4().hex[:8]
+    def run_sandbox(self, prefix, handler, log_directory=None, name=None, namespace=None):
+        """A new host-network pod sandbox: (its id, its config). ``name`` (else ``prefix`` and
+        a random suffix) and ``namespace`` (else gpufleet) are its metadata; ``log_directory``
+        a callable is given (namespace, name, uid) and returns the directory."""
+        name = name or prefix + uuid.uuid4().hex[:8]
         pod_config = MSG('PodSandboxConfig')()
         pod_config.metadata.name = name
-        pod_config.metadata.namespace = 'gpufleet'
+        pod_config.metadata.namespace = namespace or 'gpufleet'
         pod_config.metadata.uid = uuid.uuid4().hex
+        if callable(log_directory):
+            log_directory = log_directory(pod_config.metadata.namespace, name,
+                                          pod_config.metadata.uid)
         pod_config.log_directory = log_directory or '/tmp/' + name
         security = pod_config.linux.security_context.namespace_options
         security.network = MSG('NamespaceOption').DESCRIPTOR.fields_by_name[
@@ -122,18 +140,26 @@ class Runtime(object):
         return reply.image if reply.HasField('image') and reply.image.id else None
 
     def run_job(self, image, handler, command, user=None, mounts=(), envs=(), workdir='',
-                poll=0.2):
+                poll=0.2, pod=None, keep=False, memory_limit=0):
         """Run ``command`` as a new pod container's process until it exits, then remove the
-        pod: (exit status, stdout, stderr, reason), the output read from the CRI log."""
-        logs = tempfile.mkdtemp(prefix='gpufleet-pod-log-')
+        pod: (exit status, stdout, stderr, reason), the output read from the CRI log. ``pod``
+        (name, namespace) names the pod; ``keep`` leaves it and its log (under /var/log/pods,
+        as the kubelet lays it out) in place; ``memory_limit`` is the container's memory
+        limit in bytes (0: none)."""
+        logs = (lambda ns, name, uid: os.path.join(POD_LOGS, '%s_%s_%s' % (ns, name, uid))) \
+            if keep else tempfile.mkdtemp(prefix='gpufleet-pod-log-')
         pod_id = None
         try:
-            pod_id, pod_config = self.run_sandbox('gpufleet-job-', handler, logs)
+            pod_id, pod_config = self.run_sandbox('gpufleet-job-', handler, logs,
+                                                  *(pod or (None, None)))
+            logs = pod_config.log_directory
             config = MSG('ContainerConfig')()
             config.metadata.name = 'job'
             config.image.image = image
             config.command.extend(command)
-            config.log_path = 'job.log'
+            config.log_path = 'job/0.log' if keep else 'job.log'
+            if memory_limit:
+                config.linux.resources.memory_limit_in_bytes = memory_limit
             if workdir:
                 config.working_dir = workdir
             for key, value in envs:
@@ -161,14 +187,50 @@ class Runtime(object):
                 time.sleep(poll)
             # the CRI log's parser, a plain module beside this one (only `run` needs it)
             from cri_log import read_cri_log
-            out, err = read_cri_log(os.path.join(logs, 'job.log'))
+            out, err = read_cri_log(os.path.join(logs, config.log_path))
             return status.exit_code, out, err, status.reason
         finally:
-            try:
-                if pod_id:
-                    self.remove_sandbox(pod_id)
-            finally:
-                shutil.rmtree(logs, ignore_errors=True)
+            if not keep:
+                try:
+                    if pod_id:
+                        self.remove_sandbox(pod_id)
+                finally:
+                    shutil.rmtree(logs, ignore_errors=True)
+
+    def pod_sandboxes(self, name, namespace):
+        """The ids of the pod sandboxes whose metadata is ``name`` in ``namespace`` (every
+        state: a pod's sandbox that was stopped, or made again, is still the pod's)."""
+        return [box.id for box in self.call('ListPodSandbox', MSG('ListPodSandboxRequest')()).items
+                if box.metadata.name == name and box.metadata.namespace == namespace]
+
+    def last_container(self, name, namespace, tail_bytes):
+        """The pod's last container, as ``last`` prints it: {pod, namespace, container, id,
+        status (crictl inspect's), stdout, stderr (the end of its CRI log)}. LookupError when
+        there is no such pod or it has no container."""
+        boxes = self.pod_sandboxes(name, namespace)
+        if not boxes:
+            raise LookupError('no pod %s in namespace %s' % (name, namespace))
+        containers = [c for c in self.call('ListContainers',
+                                           MSG('ListContainersRequest')()).containers
+                      if c.pod_sandbox_id in boxes]
+        if not containers:
+            raise LookupError('pod %s in namespace %s has no container' % (name, namespace))
+        # the newest container: what the pod ran last (a restarted one is a new container)
+        newest = max(containers, key=lambda c: (c.created_at, c.metadata.attempt))
+        status = self.call('ContainerStatus', MSG('ContainerStatusRequest')(
+            container_id=newest.id)).status
+        found = json_format.MessageToDict(status)
+        # protobuf leaves out a field at its default (exit code 0, no reason): crictl does not
+        found.setdefault('exitCode', status.exit_code)
+        found.setdefault('reason', status.reason)
+        from cri_log import tail_cri_log
+        out, err = tail_cri_log(status.log_path, tail_bytes) if status.log_path else ('', '')
+        return {'pod': name, 'namespace': namespace, 'container': newest.metadata.name,
+                'id': newest.id, 'status': found, 'stdout': out, 'stderr': err}
+
+
+#: where the kubelet puts a pod's logs (NAMESPACE_NAME_UID/CONTAINER/ATTEMPT.log)
+POD_LOGS = '/var/log/pods'
 
 
 IMAGE_SERVICE = '/runtime.v1.ImageService/'
@@ -221,8 +283,10 @@ def _run(runtime, args):
     if shm:
         mounts.append((shm.__enter__(), '/dev/shm', False))
     try:
-        code, out, err, reason = runtime.run_job(args.image, args.handler, command, user,
-                                                 mounts, envs, args.workdir)
+        code, out, err, reason = runtime.run_job(
+            args.image, args.handler, command, user, mounts, envs, args.workdir,
+            pod=(args.pod, args.namespace) if args.pod else None, keep=args.keep,
+            memory_limit=args.memory_limit)
     finally:
         if shm:
             shm.__exit__()
@@ -235,7 +299,7 @@ def _run(runtime, args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('what', choices=['limits', 'version', 'image', 'run'])
+    parser.add_argument('what', choices=['limits', 'version', 'image', 'run', 'last', 'remove'])
     parser.add_argument('--endpoint', default='unix:///run/containerd/containerd.sock')
     parser.add_argument('--image', default='gpufleet.invalid/busybox:probe')
     parser.add_argument('--handler', default='')
@@ -247,6 +311,14 @@ def main(argv=None):
     parser.add_argument('--workdir', default='', help='run: the working directory')
     parser.add_argument('--shm-size', default='',
                         help='run: a tmpfs of this size on /dev/shm (default: the sandbox\'s)')
+    parser.add_argument('--pod', default='', help='run, last, remove: the pod\'s name')
+    parser.add_argument('--namespace', default='gpufleet', help='the pod\'s namespace')
+    parser.add_argument('--keep', action='store_true',
+                        help='run: leave the pod, its exited container and its log in place')
+    parser.add_argument('--memory-limit', type=int, default=0,
+                        help='run: the container\'s memory limit in bytes')
+    parser.add_argument('--tail-bytes', type=int, default=65536,
+                        help='last: how much of the end of the container\'s log to read')
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[argv.index('--') + 1:] if '--' in argv else []
     args = parser.parse_args(argv[:len(argv) - len(command) - 1] if '--' in argv else argv)
@@ -268,6 +340,21 @@ def _main(runtime, args):
         return 0
     if args.what == 'run':
         return _run(runtime, args)
+    if args.what in ('last', 'remove') and not args.pod:
+        sys.stderr.write('%s: --pod NAME is needed\n' % args.what)
+        return 2
+    if args.what == 'last':
+        try:
+            found = runtime.last_container(args.pod, args.namespace, args.tail_bytes)
+        except LookupError as exc:
+            sys.stderr.write('%s\n' % exc)
+            return 3
+        sys.stdout.write(json.dumps(found, sort_keys=True) + '\n')
+        return 0
+    if args.what == 'remove':
+        for pod_id in runtime.pod_sandboxes(args.pod, args.namespace):
+            runtime.remove_sandbox(pod_id)
+        return 0
     if args.what == 'version':
         reply = runtime.call('Version', MSG('VersionRequest')(version='v1'))
         sys.stdout.write('%s %s %s\n' % (reply.runtime_name, reply.runtime_version,

@@ -5,7 +5,8 @@
 the pod's ``log_directory``/the container's ``log_path`` (the kubelet's format: one
 ``TIMESTAMP STREAM TAG TEXT`` line per chunk, TAG ``F`` for a full line and ``P`` for a partial
 one that the next chunk continues; kubernetes/cri-api ``pkg/apis/runtime/v1/api.proto``,
-``ContainerConfig.log_path``). Plain Python for cri_client.py's ``run``, unit-tested."""
+``ContainerConfig.log_path``). Plain Python for cri_client.py's ``run`` and ``last``,
+unit-tested."""
 from __future__ import absolute_import, division, print_function
 
 import time
@@ -28,6 +29,23 @@ def read_cri_log(path, settle=2.0):
             break
         time.sleep(0.1)
     return parse_cri_log(data)
+
+
+def tail_cri_log(path, limit):
+    """stdout and stderr of the last ``limit`` bytes of a CRI log file (a line the cut falls
+    in is left out: its start is not there); ('', '') for a log that cannot be read."""
+    try:
+        with open(path, 'rb') as handle:
+            handle.seek(0, 2)
+            start = max(0, handle.tell() - limit)
+            # one byte before the cut: whether it falls at the start of a line
+            handle.seek(max(0, start - 1))
+            data = handle.read()
+    except (IOError, OSError):
+        return '', ''
+    if start:
+        data = data.partition(b'\n')[2]
+    return parse_cri_log(data.decode('utf-8', 'replace'))
 
 
 def parse_cri_log(text):

@@ -55,3 +55,25 @@ def test_read_of_a_missing_log_gives_nothing_after_settle(tmp_path):
     started = time.time()
     assert cri_log.read_cri_log(str(tmp_path / 'none.log'), settle=0.3) == ('', '')
     assert time.time() - started >= 0.3
+
+
+def test_tail_reads_the_end_and_leaves_out_the_line_the_cut_falls_in(tmp_path):
+    path = tmp_path / '0.log'
+    path.write_text(LOG)
+    # the whole file when it is shorter than the limit
+    assert cri_log.tail_cri_log(str(path), 1 << 16) == cri_log.parse_cri_log(LOG)
+    # a cut inside the partial stderr line: that chunk is left out, not read as a line
+    data = LOG.encode('utf-8')
+    cut = len(data) - data.index(b' in read-write mode') - 5
+    out, err = cri_log.tail_cri_log(str(path), cut)
+    assert out == '\ntab\there \u2028 not a line break\n'
+    assert err == ''
+    # a cut at the start of a line keeps that line
+    last = LOG.split('\n')[-2].encode('utf-8') + b'\n'
+    assert cri_log.tail_cri_log(str(path), len(last)) == (
+        'tab\there \u2028 not a line break\n', '')
+    assert cri_log.tail_cri_log(str(path), len(last) - 1) == ('', '')
+
+
+def test_tail_of_a_missing_log_gives_nothing(tmp_path):
+    assert cri_log.tail_cri_log(str(tmp_path / 'none.log'), 100) == ('', '')

@@ -157,13 +157,18 @@ def test_the_prediction_names_the_base_spec_entry_and_containerd_for_the_rest():
                                       containerd={'nofile': {'soft': 4096, 'hard': 4096},
                                                   'nproc': {'soft': 100, 'hard': 200}},
                                       path='/etc/containerd/cri-base.json'))
+    spec_at = {'path': '/etc/containerd/cri-base.json', 'line': None}
     assert found == {
         'nofile': dict(soft=1024, hard=1024, source=(
             'predicted (no pod started): /etc/containerd/cri-base.json process.rlimits[0] '
-            'RLIMIT_NOFILE (handler runc)')),
+            'RLIMIT_NOFILE (handler runc)'), soft_place=spec_at, hard_place=spec_at, fix=(
+                'run limits_profile with contexts: [containerd_cri] (it patches the profile '
+                'into /etc/containerd/cri-base.json process.rlimits; containerd restarts when '
+                'no pod runs, and a new pod gets it)')),
         'nproc': dict(soft=100, hard=200, source=(
             'predicted (no pod started): containerd\'s own limits (not in the base spec '
-            '/etc/containerd/cri-base.json), set by the unit or manager default'))}
+            '/etc/containerd/cri-base.json), set by the unit or manager default'),
+            fix=found['nofile']['fix'])}
 
 
 def test_without_a_base_spec_a_pod_gets_containerds_hard_nofile_as_both():
@@ -176,6 +181,48 @@ def test_without_a_base_spec_a_pod_gets_containerds_hard_nofile_as_both():
         'probed (a pod started through the CRI): containerd\'s own limits (handler runc has no '
         'base spec, soft raised to hard by Go), set by '
         '/etc/systemd/system/containerd.service.d/10.conf:2')
+    at = {'path': '/etc/systemd/system/containerd.service.d/10.conf', 'line': 2}
+    assert (found['nofile']['soft_place'], found['nofile']['hard_place']) == (at, at)
+
+
+def test_a_pods_row_and_finding_name_the_place_and_the_fix_that_changes_it():
+    """The audit's k8s_pod row carries the base spec (or the containerd unit's line) as its
+    place, and the advice is the context's own patch of the base spec, not "raise or remove"
+    a source text that is no path (issue 41: classify_failure.yml's pod answer names them)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
+    from ansible_collections.gpufleet.tuning.plugins.filter import limits_classify as lc
+    spec = '/etc/containerd/cri-base.json'
+    unit = '/etc/systemd/system/containerd.service.d/10-node.conf'
+    cases = [
+        (report({'nofile': {'soft': 1024, 'hard': 1024}}, path=spec), '1024', spec,
+         'run limits_profile with contexts: [containerd_cri] (it patches the profile into %s '
+         'process.rlimits' % spec),
+        (report(containerd={'nofile': {'soft': 1024, 'hard': 4096}},
+                configured={'nofile': {'source': unit, 'line': 2}}), '4096', unit + ':2',
+         'run limits_profile with contexts: [containerd_cri] (it writes '
+         '/etc/systemd/system/containerd.service.d/90-gpufleet-tuning.conf; containerd '
+         'restarts when no pod runs'),
+        # a drop-in that sorts after the collection's: it decides, so it is what to change
+        (report(containerd={'nofile': {'soft': 1024, 'hard': 4096}},
+                configured={'nofile': {'source': unit.replace('10-node', '99-site'),
+                                       'line': 2}}),
+         '4096', unit.replace('10-node', '99-site') + ':2', 'raise or remove '),
+    ]
+    for rep, value, place, fix in cases:
+        configured = CONTEXT.configured(rep)
+        limit = configured['nofile']
+        observed = {'k8s_pod': {'limits': {'nofile': dict(
+            soft=limit['soft'], hard=limit['hard'],
+            human='%s:%s' % (limit['soft'], limit['hard']))}}}
+        rows = audit.rows(observed, {'nofile': {'human': '65536:65536'}},
+                          [{'context': 'k8s_pod', 'item': 'nofile', 'sides': ['soft', 'hard']}],
+                          {'k8s_pod': configured}, ['nofile'], predicted=['k8s_pod'])
+        found = [f for f in findings.of({'rows': rows}) if f['context'] == 'k8s_pod']
+        assert findings.where(found[0]['place']) == place, found
+        assert found[0]['advice']['action'].startswith(fix), found
+        answer = lc.limits_classify("OSError: [Errno 24] Too many open files: '/dev/null'",
+                                    'k8s_pod', found)
+        assert (answer['ceiling'], answer['value'], answer['place']) == ('nofile', value, place)
 
 
 def test_the_audit_adds_predicted_rows_and_gaps():
