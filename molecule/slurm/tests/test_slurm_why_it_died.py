@@ -59,7 +59,8 @@ def test_a_job_that_ran_out_of_files_is_told_why_and_the_playbook_agrees(
     failed = submit(host)
     good = submit(host, 'good', script='--wrap "echo fine"')
     hidden = submit(host, 'hidden', OUT % 'hidden')
-    # slurmd runs the epilog while the job is COMPLETING: its end state comes after
+    # slurmd runs the epilog while the job is COMPLETING (the epilog says its Reason): its end
+    # state comes after
     for job in (failed, good, hidden):
         wait(host, "scontrol -o show job %s | grep -qE 'JobState=(COMPLETED|FAILED) '" % job,
              'job %s ended' % job, 60)
@@ -70,7 +71,7 @@ def test_a_job_that_ran_out_of_files_is_told_why_and_the_playbook_agrees(
     print('\n'.join(lines[-2:]))
     assert lines[-2] == ERROR, lines
     assert lines[-1].startswith(
-        'gpufleet-slurm-epilog: job %s (COMPLETING, exit status 1): nofile = 1024 at %s in '
+        'gpufleet-slurm-epilog: job %s (NonZeroExitCode, exit status 1): nofile = 1024 at %s in '
         'slurm_job: %s; fix: raise or remove %s ' % (failed, PLACE, ERROR, PLACE)), lines[-1]
     assert host.file(failed_out).user == 'trainer'
     # a job that ended 0 is left alone

@@ -271,7 +271,7 @@ def _memory_evidence(evidence, pids=()):
     if number(evidence.get('oom_kill')):
         return "the job's memory cgroup counted %s oom_kill" % evidence['oom_kill']
     state = str(evidence.get('job_state') or '')
-    if state.upper().startswith('OUT_OF_ME') or state == 'OOMKilled':
+    if state.upper().startswith('OUT_OF_ME') or state in ('OOMKilled', 'OutOfMemory'):
         return 'the job ended %s' % state
     line = ft.last(ft.OOM_LOG, str(evidence.get('kernel_log') or '').splitlines())
     killed = ft.KILLED_PID.search(line)

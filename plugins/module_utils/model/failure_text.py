@@ -43,7 +43,10 @@ RULES = (
                                r'HIP out of memory', I), ('not', 'gpu-oom')),
     Rule('memlock', re.compile(
         r'ibv_reg_mr|ibv_create_(cq|qp|srq)\b.*(fail|Cannot allocate memory)|'
-        r'max locked memory|ulimit -l|RLIMIT_MEMLOCK|\bmemlock\b|'
+        r'max locked memory|ulimit -l|RLIMIT_MEMLOCK|'
+        # a memlock that is too low, not a config line that names MEMLOCK (slurm.conf's
+        # PropagateResourceLimitsExcept=...,MEMLOCK)
+        r'\bmemlock\b.{0,40}\b(limit|too (low|small)|exceed|insufficient|raise|increase)|'
         r'\bmlock(all)?\b.*(Cannot allocate memory|ENOMEM|Operation not permitted|EPERM)|'
         r'(failed|unable|could not) to (register|pin|lock) (the )?memory|'
         r'memory registration failed|locked memory', I), 'memlock'),

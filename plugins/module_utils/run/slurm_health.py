@@ -262,12 +262,18 @@ def job_record(host, job):
 
 def job_end(record):
     """(exit status, state) of a job's record (:func:`job_record`: ExitCode=CODE:SIGNAL, a
-    signal as 128 + it; JobState, COMPLETING while the epilog runs); (None, '') for none."""
+    signal as 128 + it; JobState, or its Reason while the epilog runs and the job is
+    COMPLETING); (None, '') for none."""
     code = re.match(r'(\d+):(\d+)$', record.get('ExitCode', ''))
     status = None
     if code:
         status = 128 + int(code.group(2)) if int(code.group(2)) else int(code.group(1))
-    return status, record.get('JobState', '')
+    state = record.get('JobState', '')
+    if state == 'COMPLETING' and record.get('Reason') not in (None, '', 'None'):
+        # the epilog runs while the job completes: its Reason says how it ended
+        # (NonZeroExitCode, OutOfMemory)
+        state = record['Reason']
+    return status, state
 
 
 def epilog(args, child_command, environ, host):

@@ -283,6 +283,14 @@ def test_job_end_reads_exit_code_signal_and_state():
                                     '12')) == (137, 'CANCELLED')
     assert sh.job_record(JobScontrol(None), '12') == {}
     assert sh.job_end({}) == (None, '')
+    # while the epilog runs the job is COMPLETING: its Reason says how it ended, and an
+    # OutOfMemory is the classifier's memory evidence
+    record = sh.job_record(JobScontrol('JobId=12 JobState=COMPLETING Reason=OutOfMemory '
+                                       'ExitCode=0:125'), '12')
+    assert sh.job_end(record) == (253, 'OutOfMemory')
+    assert sh.classify.answer('RuntimeError: DataLoader worker (pid 9) exited unexpectedly',
+                              sh.registry.SLURM.job_context(), [],
+                              {'job_state': 'OutOfMemory'})['ceiling'] == 'memory'
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='drops privileges: needs root')
@@ -366,7 +374,7 @@ def test_a_job_with_slurms_default_output_file_is_told_too(shared_dir, capsys):
     assert sh.run(args(shared_dir, 'slurm-epilog'), child_printing([JOB_ROW]), env, host) == 0
     told = out.read_text().splitlines()
     assert told[-1].startswith(
-        'gpufleet-slurm-epilog: job 13 (COMPLETING, exit status 1): nofile = 1024 at %s:4 in '
+        'gpufleet-slurm-epilog: job 13 (NonZeroExitCode, exit status 1): nofile = 1024 at %s:4 in '
         "slurm_job: OSError: [Errno 24] Too many open files: '/dev/null'; fix: " % DROPIN), told
     assert capsys.readouterr().out.rstrip().endswith('; told the job in %s' % out)
     # the environment's file where slurmctld does not answer
