@@ -106,8 +106,8 @@ def table(entries):
     """The Markdown table of the agreement per ceiling, limit cases first, then a total."""
     found = counts(entries)
     cl = classify()
-    order = [c for c in cl.CEILINGS if c in found] + [c for c in found if c not in
-                                                       cl.CEILINGS]
+    order = [c for c in cl.CEILINGS if c in found]
+    order += [c for c in found if c not in cl.CEILINGS]
     lines = ['| ceiling | reports | named right | unknown | another ceiling |',
              '| --- | ---: | ---: | ---: | ---: |']
     limit = collections.Counter()

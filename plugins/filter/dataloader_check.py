@@ -183,7 +183,7 @@ def _ceiling_words(record):
         return '; not a limit (%s)' % found['why']
     if found.get('candidates'):
         return '; ceiling %s (to decide: %s)' % (' or '.join(found['candidates']),
-                                                  found.get('decide') or 'no evidence')
+                                                 found.get('decide') or 'no evidence')
     return ''
 
 

@@ -117,4 +117,3 @@ def test_the_container_job_at_docker_s_default_shm_carries_the_shm_answer(host):
     assert (found['verdict'], found['ceiling'], found['context']) == ('limit', 'shm', 'docker')
     assert found['value'] == 64 * MB
     assert any('limits_docker_shm_size' in fix for fix in found['fix'])
-

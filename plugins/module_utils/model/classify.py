@@ -258,8 +258,8 @@ def ruled_out(ceiling, where, findings, evidence):
     if ceiling == 'pids.max' and peak is None:
         peak = number(evidence.get('threads'))
     if limit and peak is not None and peak < limit * FAR:
-        return 'the measured %s peak %d is far below %s %d' % (PEAK_OF[ceiling], peak,
-                                                              ceiling, limit)
+        return 'the measured %s peak %d is far below %s %d' % (
+            PEAK_OF[ceiling], peak, ceiling, limit)
     return ''
 
 
@@ -302,8 +302,8 @@ def _prior(candidates, where, findings, evidence):
     (the threads at RLIMIT_NPROC or pids.max, an RLIMIT_NPROC the failure printed), else the
     context's task limit, else the one task limit a known context has left; ('', '') when
     none does."""
-    threads = number((evidence or {}).get('threads') or ((evidence or {}).get('peaks') or
-                                                          {}).get('threads'))
+    evidence = evidence or {}
+    threads = number(evidence.get('threads') or (evidence.get('peaks') or {}).get('threads'))
     for name in ('nproc', 'pids.max'):
         limit = number(value_of(name, where, findings, evidence)[0])
         if name in candidates and reached(name, threads, limit):
@@ -408,8 +408,8 @@ def answer(text, where=None, findings=None, evidence=None):
     if rule is None and evidence.get('kernel_log'):
         # the kernel's own lines (fork rejected by the pids controller, ENFILE); its OOM kills
         # are the memory evidence above, which checks their pid
-        rule, line = ft.read('\n'.join(l for l in str(evidence['kernel_log']).splitlines()
-                                        if not ft.OOM_LOG.search(l)))
+        kernel = str(evidence['kernel_log']).splitlines()
+        rule, line = ft.read('\n'.join(l for l in kernel if not ft.OOM_LOG.search(l)))
     if rule is None:
         return _without_rule(text, where, findings, evidence, memory)
     if memory and rule.name in ft.MEMORY_SHOWS_AS:

@@ -83,7 +83,7 @@ def test_the_answer_has_the_value_the_file_line_and_the_fix_of_the_audit_s_findi
 
 def test_kernel_ceilings_come_from_the_node_wide_finding():
     found = answer('pyarrow.lib.ArrowInvalid: Memory mapping file failed: Cannot allocate '
-                      'memory', 'login', FINDINGS)
+                   'memory', 'login', FINDINGS)
     assert (found['ceiling'], found['value'], found['place']) == (
         'vm.max_map_count', '65530', '/etc/sysctl.d/99-site.conf:2')
 
@@ -128,7 +128,7 @@ def test_a_memory_kill_is_named_as_such_and_not_blamed_on_an_rlimit():
     killed = 'RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.'
     assert answer(killed, 'slurm_job')['ceiling'] == 'memory'
     assert answer('slurmstepd: error: Detected 1 oom_kill event in StepId=55.batch.',
-                     'slurm_job')['ceiling'] == 'memory'
+                  'slurm_job')['ceiling'] == 'memory'
     # an exit that names nothing: the cgroup's oom_kill decides, else unknown with what would
     exited = 'RuntimeError: DataLoader worker (pid(s) 12) exited unexpectedly'
     assert answer(exited, 'login', [], {'oom_kill': 2})['ceiling'] == 'memory'
