@@ -217,10 +217,13 @@ build: setup
 	mkdir -p build
 	ansible-galaxy collection build --force --output-path build .
 
-# Fleet-scale benchmark (benchmarks/results.md, results.json): ping floor, the usual approach and
-# tune_gpu_nodes.yml --tags limits on NODES lab nodes, over TRANSPORTS (ssh, the main series;
-# docker; mitogen, from its own venv build/mitogen-venv). `make bench NODES=4` is the quick run.
-# BENCH_PREFIX names the lab's containers (default gpufleet-bench).
+# Fleet-scale benchmark: ping floor, the usual approach and tune_gpu_nodes.yml --tags limits on
+# NODES lab nodes, over TRANSPORTS (ssh, the main series; docker; mitogen, from its own venv
+# build/mitogen-venv). `make bench NODES=4` is the quick run. Each run is a dated series
+# (benchmarks/results-DATE-nN-TRANSPORTS-HHMM.json, .md; BENCH_LABEL adds a word); the newest
+# is copied to benchmarks/results.json and results.md (the headline) and listed with every
+# other in benchmarks/fleet-history.md. BENCH_PREFIX names the lab's containers (default
+# gpufleet-bench).
 NODES ?= 4 16 32
 REPEAT ?= 3
 TRANSPORTS ?= ssh docker mitogen

@@ -1,0 +1,139 @@
+"""scripts/bench.py's headline (issue 42 item 4): `make bench` writes each run as a dated
+series (benchmarks/results-DATE-*.json, .md), benchmarks/results.json and results.md are the
+newest series (bench.newest_series, the one rule), older series are listed in
+benchmarks/fleet-history.md, and the docs quote the headline (results.json), not a dated file.
+No timing here: structure and freshness only."""
+import json
+import os
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import bench  # noqa: E402  pylint: disable=wrong-import-position
+import docs_check  # noqa: E402  pylint: disable=wrong-import-position
+
+OUT = os.path.join(ROOT, 'benchmarks')
+PHASES = [('ping', 'rerun'), ('usual', 'converge'), ('usual', 'rerun'), ('gpufleet', 'converge'),
+          ('gpufleet', 'rerun'), ('gpufleet', 'audit-fresh'), ('gpufleet', 'audit')]
+
+
+def rows(date, nodes=4, transport='ssh', rerun=2.0):
+    """A series' rows as bench.py writes them (ratios included)."""
+    walls = dict(ping=1.0, usual=10.0)
+    found = []
+    for approach, phase in PHASES:
+        wall = rerun if (approach, phase) == ('gpufleet', 'rerun') else walls.get(approach, 3.0)
+        found.append(dict(nodes=nodes, transport=transport, approach=approach, phase=phase,
+                          wall_s=wall, per_host_s=wall / nodes, invocations_per_host=1,
+                          changed_per_host=0, runs_s=[wall], load_1m=1.0, date=date,
+                          controller_cpu_s_per_host=0.1, node_cpu_s_per_host=0.2, steal_pct=0.0))
+    bench.ratios(found)
+    return found
+
+
+def put(out, name, data, markdown='# a series\n'):
+    with open(os.path.join(str(out), name + '.json'), 'w') as handle:
+        json.dump(data, handle)
+    if markdown is not None:
+        with open(os.path.join(str(out), name + '.md'), 'w') as handle:
+            handle.write(markdown)
+
+
+def test_the_headline_is_the_newest_series():
+    """benchmarks/results.json and results.md are the newest dated series, as `make bench`
+    writes them (today's tree before issue 42: rows of 2026-12-03 and 2026-12-05 while
+    results-2026-12-06-*.json existed)."""
+    assert bench.headline_problems(OUT) == []
+
+
+def test_every_series_is_in_the_history_index():
+    """benchmarks/fleet-history.md lists every dated series, as bench.py writes the index."""
+    assert bench.history_problems(OUT) == []
+
+
+def test_the_docs_quote_the_headline_not_a_dated_series():
+    """README.md and docs/fleet-scale.md quote the benchmark through results.json; a figure
+    quoted from a dated series would stay behind when a newer run becomes the headline."""
+    found, _problems = docs_check.facts(ROOT)
+    quoting = {}
+    for where, key, _said, _wanted in found:
+        if key.startswith('benchmarks/results'):
+            quoting.setdefault(where.split(':')[0], []).append(key)
+    dated = [(doc, key) for doc, keys in quoting.items() for key in keys
+             if not key.startswith('benchmarks/results.json#')]
+    assert dated == []
+    assert sorted(quoting) == ['README.md', 'docs/fleet-scale.md']
+
+
+def test_the_newest_series_is_the_one_that_ended_last(tmp_path):
+    put(tmp_path, 'results-2026-12-06-n32-ssh', rows('2026-12-06 02:30 UTC'))
+    put(tmp_path, 'results-2026-12-06-n4-ssh-zz', rows('2026-12-06 01:00 UTC'))
+    # A file named for an earlier day whose rows ran later (a render, a range of times).
+    put(tmp_path, 'results-2026-12-05-mixed', rows('2026-12-05 12:14-12:41 UTC')
+        + rows('2026-12-06 02:31 UTC', nodes=16))
+    # No dates in the rows: the day of the file name.
+    put(tmp_path, 'results-2026-12-07-docker', [dict(r, date=None) for r in rows('')])
+    put(tmp_path, 'results', rows('2026-12-01 00:00 UTC'))      # the headline is no series
+    assert [name for _date, name in bench.series_files(str(tmp_path))] == [
+        'results-2026-12-06-n4-ssh-zz.json', 'results-2026-12-06-n32-ssh.json',
+        'results-2026-12-05-mixed.json', 'results-2026-12-07-docker.json']
+    assert bench.newest_series(str(tmp_path)) == 'results-2026-12-07-docker.json'
+    assert bench.series_date(str(tmp_path / 'results-2026-12-05-mixed.json')) == '2026-12-06 02:31'
+    assert bench.series_date(str(tmp_path / 'results-2026-12-07-docker.json')) == '2026-12-07 00:00'
+
+
+def test_a_headline_older_than_a_series_is_found_and_rewritten(tmp_path):
+    put(tmp_path, 'results-2026-12-05-n32-ssh', rows('2026-12-05 12:20 UTC'), '# old\n')
+    bench.write_headline(str(tmp_path))
+    assert bench.headline_problems(str(tmp_path)) == []
+    put(tmp_path, 'results-2026-12-06-n4-ssh', rows('2026-12-06 20:56 UTC', rerun=2.6), '# new\n')
+    problems = bench.headline_problems(str(tmp_path))
+    assert len(problems) == 2 and all('results-2026-12-06-n4-ssh' in p for p in problems), problems
+    bench.write_headline(str(tmp_path))
+    assert bench.headline_problems(str(tmp_path)) == []
+    with open(str(tmp_path / 'results.json')) as handle:
+        assert json.load(handle) == rows('2026-12-06 20:56 UTC', rerun=2.6)
+    assert '# new' in (tmp_path / 'results.md').read_text()
+    # The newest series without its Markdown: said, not guessed.
+    put(tmp_path, 'results-2026-12-07-n4-ssh', rows('2026-12-07 00:10 UTC'), None)
+    assert any('results-2026-12-07-n4-ssh.md' in p for p in bench.headline_problems(str(tmp_path)))
+
+
+def test_a_run_is_written_as_a_dated_series_that_becomes_the_headline(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, 'versions', lambda: dict(
+        cpus=2, machine='x86_64', mitogen='not installed', ansible_core='ansible [core 2.19.14]',
+        docker='20.10', commit='abc1234'))
+    history = tmp_path / 'fleet-history.md'
+    history.write_text('# history\n\nwords kept\n')
+    put(tmp_path, 'results-2026-12-05-n32-ssh', rows('2026-12-05 12:20 UTC', nodes=32))
+    fresh = [dict(r) for r in rows('2026-12-07 00:10 UTC', rerun=2.5)]
+    for row in fresh:
+        del row['vs_ping'], row['vs_usual']
+    name = bench.write(fresh, str(tmp_path), repeat=3, label='')
+    assert name == 'results-2026-12-07-n4-ssh-0010'
+    assert bench.newest_series(str(tmp_path)) == name + '.json'
+    assert bench.headline_problems(str(tmp_path)) == []
+    with open(str(tmp_path / 'results.json')) as handle:
+        headline = json.load(handle)
+    assert [r['vs_ping'] for r in headline if r['phase'] == 'rerun'] == [1.0, 10.0, 2.5]
+    assert 'results-2026-12-07-n4-ssh-0010' in (tmp_path / 'results.md').read_text()
+    text = history.read_text()
+    assert text.startswith('# history\n\nwords kept\n')
+    assert text.index('results-2026-12-07-n4-ssh-0010') < text.index('results-2026-12-05-n32-ssh')
+    assert bench.history_problems(str(tmp_path)) == []
+    # A second run the same minute does not overwrite the first.
+    again = bench.write([dict(r) for r in rows('2026-12-07 00:10 UTC')], str(tmp_path),
+                        repeat=3, label='')
+    assert again == 'results-2026-12-07-n4-ssh-0010-2'
+
+
+def test_a_series_missing_from_the_history_index_is_found(tmp_path):
+    (tmp_path / 'fleet-history.md').write_text('# history\n')
+    put(tmp_path, 'results-2026-12-05-n32-ssh', rows('2026-12-05 12:20 UTC', nodes=32))
+    problems = bench.history_problems(str(tmp_path))
+    assert problems and 'fleet-history.md' in problems[0]
+    bench.write_history(str(tmp_path))
+    assert bench.history_problems(str(tmp_path)) == []
+    text = (tmp_path / 'fleet-history.md').read_text()
+    assert ("| [results-2026-12-05-n32-ssh.json](results-2026-12-05-n32-ssh.json) (the headline) |"
+            in text)
