@@ -302,7 +302,8 @@ bench-job-contexts:
 
 # The drift watch on the `watch` scenario's node (node_exporter, Prometheus, a 20 s timer):
 # make demo-watch shows an alert fire on drift and clear on re-tune; make bench-watch measures
-# one node-side audit (benchmarks/watch-cost.md). Both remove the node at the end.
+# one node-side audit in all and per part (each probe, the readers, the units, the kernel
+# ceilings, the entry point: benchmarks/watch-cost.md). Both remove the node at the end.
 RUNS ?= 10
 demo-watch: setup
 	molecule converge -s watch

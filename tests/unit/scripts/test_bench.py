@@ -137,3 +137,45 @@ def test_a_series_missing_from_the_history_index_is_found(tmp_path):
     text = (tmp_path / 'fleet-history.md').read_text()
     assert ("| [results-2026-12-05-n32-ssh.json](results-2026-12-05-n32-ssh.json) (the headline) |"
             in text)
+
+
+# --- the watch's cost (issue 42 item 3): benchmarks/watch_cost.py ------------------------------
+
+sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
+import watch_cost  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
+
+
+def test_the_watch_cost_says_what_each_probe_costs():
+    """benchmarks/watch-cost.json (make bench-watch) has the node CPU of every context it
+    probed as a part, and says whether a run with the role's default contexts is within the
+    budget (the file of 2026-12-03 had one total and predated the ssh, pids and kernel
+    probes)."""
+    with open(os.path.join(OUT, 'watch-cost.json')) as handle:
+        cost = json.load(handle)
+    parts = dict((p['part'], p) for p in cost['parts'])
+    probed = [c for c in cost['probed'] if not c.startswith('unit:')]
+    assert probed and all('probe-' + c in parts for c in probed), (probed, sorted(parts))
+    assert 'readers' in parts and 'entry' in parts
+    assert ('units' in parts) == bool(cost['units'])
+    assert ('sysctl' in parts) == bool(cost['sysctl'])
+    assert cost['budget_node_cpu_s'] == watch_cost.BUDGET_S == 0.5
+    assert cost['within_budget'] == (cost['default_contexts_node_cpu_s'] <= 0.5)
+    assert all(isinstance(p[k], float) or isinstance(p[k], int)
+               for p in cost['parts'] for k in ('node_cpu_s', 'process_cpu_s', 'spread_s'))
+
+
+def test_a_part_is_the_difference_of_its_two_variants():
+    medians = dict((name, dict(node_cpu_s=node, process_cpu_s=node / 2, wall_s=node))
+                   for name, node in (('watch', 1.4), ('audit', 1.3), ('readers', 0.15),
+                                      ('probe ssh', 0.4), ('units', 0.17),
+                                      ('audit without sysctl', 1.25),
+                                      ('audit without images', 0.5)))
+    spreads = {'audit': 0.4, 'audit without sysctl': 0.2, 'probe ssh': 0.1}
+    found = dict((p['part'], p) for p in watch_cost.parts(medians, spreads))
+    assert sorted(found) == ['entry', 'images', 'probe-ssh', 'readers', 'sysctl', 'units']
+    assert found['probe-ssh']['node_cpu_s'] == 0.25 and found['probe-ssh']['spread_s'] == 0.05
+    assert found['sysctl']['node_cpu_s'] == 0.05 and found['sysctl']['spread_s'] == 0.2
+    assert found['images']['node_cpu_s'] == 0.8
+    assert found['entry']['node_cpu_s'] == 0.1
+    # the role's defaults: the audit without images plus the entry point's part
+    assert watch_cost.default_contexts_cpu(medians) == 0.6
