@@ -179,3 +179,60 @@ def test_a_part_is_the_difference_of_its_two_variants():
     assert found['entry']['node_cpu_s'] == 0.1
     # the role's defaults: the audit without images plus the entry point's part
     assert watch_cost.default_contexts_cpu(medians) == 0.6
+
+
+# --- the profile (issue 42 item 1): benchmarks/profile_run.py ---------------------------------
+
+import profile_run  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
+
+WORKER = 'run (ansible/executor/process/worker.py:200)'
+
+
+def test_a_sample_counts_in_the_category_of_its_deepest_named_frame():
+    base = ['process 1:"ansible-playbook"', 'main (ansible/cli/playbook.py:10)']
+    payload = base + [WORKER, '_execute (ansible/executor/task_executor.py:600)',
+                      '_execute_module (ansible/plugins/action/__init__.py:1100)',
+                      '_find_module_utils (ansible/executor/module_common.py:1169)',
+                      'parse (ast.py:50)']
+    parse = base + [WORKER, '_execute_module (ansible/plugins/action/__init__.py:1100)',
+                    '_parse_returned_data (ansible/plugins/action/__init__.py:1300)',
+                    'decode (json/decoder.py:337)']
+    templating = payload[:-2] + ['template (ansible/_internal/_templating/_engine.py:90)',
+                                 '<module> (<frozen importlib._bootstrap>:1)']
+    assert profile_run.category(payload) == 'module payload build (AnsiballZ)'
+    assert profile_run.category(parse) == 'module result parsing (JSON)'
+    assert profile_run.category(templating) == 'imports'
+    assert profile_run.category(base) == profile_run.OTHER
+    assert profile_run.in_worker(payload) and not profile_run.in_worker(base)
+
+
+def test_the_samples_are_read_by_category_and_process_without_the_wrapper(tmp_path):
+    raw = tmp_path / 'raw.txt'
+    raw.write_text(
+        'process 1:"ansible-playbook";%s;x (ansible/executor/module_common.py:1) 7\n'
+        'process 1:"ansible-playbook";y (ansible/plugins/strategy/linear.py:1) 3\n'
+        'process 2:"python3 benchmarks/ssh_timed.py";<module> (ssh_timed.py:10) 5\n'
+        'garbage\n' % WORKER)
+    assert profile_run.read_raw(str(raw)) == {
+        ('module payload build (AnsiballZ)', 'workers'): 7, ('strategy loop', 'main'): 3}
+    times = tmp_path / 'ssh'
+    times.write_text('0.001000 0.002000\n0.000500 0.000500\n')
+    assert [round(t, 6) for t in profile_run.ssh_times(str(times))] == [0.003, 0.001]
+
+
+def test_the_profile_covers_the_floor_the_rerun_and_the_audit():
+    """benchmarks/profile.json (make bench-profile): the three phases, the controller CPU split
+    by category adding up to the plain runs' (less the ssh clients'), and the module task of
+    the role and of the audit playbook in the per-task tables."""
+    with open(os.path.join(OUT, 'profile.json')) as handle:
+        data = json.load(handle)
+    phases = dict((p['phase'], p) for p in data['phases'])
+    assert sorted(phases) == ['audit', 'ping', 'rerun']
+    for phase in phases.values():
+        total = (sum(phase['categories'].values()) + phase['ssh_clients_cpu_s_per_host']
+                 + phase['exit_cpu_s_per_host'])
+        assert abs(total - phase['controller_cpu_s_per_host']) < 0.01, phase['phase']
+    actions = dict((name, [t['action'] for t in phases[name]['tasks']]) for name in phases)
+    assert 'gpufleet.tuning.limits_profile' in actions['rerun']
+    assert 'gpufleet.tuning.limits_audit' in actions['audit']
+    assert actions['rerun'][0] == actions['audit'][0] == ''    # startup
