@@ -19,8 +19,8 @@ bench.py's audit phase), three phases, each RUNS times plainly and RUNS times un
   makes) sample the Python stacks of ansible-playbook and its workers; each sample is put in
   the category of its deepest frame that a rule of CATEGORIES names (module payload build,
   connection plugin, result parsing, result queue, templating, callbacks, ...). The same runs
-  use benchmarks/ssh_timed.py as Ansible's ssh_executable, which records each ssh client's
-  CPU time (its own Python is left out of the samples). The samples give shares, not
+  use benchmarks/ssh_timed.sh as Ansible's ssh_executable, whose ssh_timed.py records each
+  ssh client's CPU time (its own Python is left out of the samples). The samples give shares, not
   seconds (py-spy counts a process that waits for a CPU, or polls, as active, and the nodes
   keep this machine's CPUs busy): a category's CPU seconds per host are its share of the
   main process's samples times the main process's CPU (task_cpu.py's end reading), or its
@@ -125,7 +125,7 @@ def one_run(nodes, command, profile=None, rate=250, ssh_times=None):
         env = bench.ansible_env(nodes, counts.name, 'ssh')
         env.update(ANSIBLE_CALLBACKS_ENABLED='invocations,task_cpu', BENCH_TASK_CPU_FILE=tasks.name)
         if ssh_times:
-            env.update(ANSIBLE_SSH_EXECUTABLE=os.path.join(HERE, 'ssh_timed.py'),
+            env.update(ANSIBLE_SSH_EXECUTABLE=os.path.join(HERE, 'ssh_timed.sh'),
                        BENCH_SSH_TIMES=ssh_times)
         node_before, own_before = bench.node_cpu_s(nodes), bench.controller_cpu_s()
         start = time.monotonic()
@@ -261,8 +261,8 @@ def markdown(data):
             '%.3f' % p['node_cpu_s_per_host'] if p['node_cpu_s_per_host'] is not None else '?'
             for p in phases), '',
         '## Controller CPU per host, by what runs', '',
-        'CPU seconds per host: the ssh clients\' from benchmarks/ssh_timed.py (as Ansible\'s '
-        'ssh_executable); the main process\'s and the workers\' CPU (task_cpu.py, the '
+        'CPU seconds per host: the ssh clients\' from benchmarks/ssh_timed.py (ssh_timed.sh as '
+        'Ansible\'s ssh_executable); the main process\'s and the workers\' CPU (task_cpu.py, the '
         'workers\' less the ssh clients\') each split by the shares of the categories in '
         'that process\'s py-spy samples; exit is the rest of the plain runs\' controller '
         'CPU. `main` is the ansible process, `workers` the forked worker per host and task. '

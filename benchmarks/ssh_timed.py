@@ -1,7 +1,7 @@
-#!/usr/bin/env python3
 """Benchmark helper (benchmarks/profile_run.py): runs ssh with the arguments given and appends
 its CPU seconds (user + system, getrusage of the child, microseconds) to $BENCH_SSH_TIMES;
-Ansible runs it as its ssh_executable (ANSIBLE_SSH_EXECUTABLE). Exits with ssh's status."""
+Ansible runs it through ssh_timed.sh, its ssh_executable (ANSIBLE_SSH_EXECUTABLE). Exits with
+ssh's status."""
 import os
 import resource
 import subprocess
