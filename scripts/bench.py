@@ -411,7 +411,7 @@ def versions():
     mitogen = out([os.path.join(MITOGEN_VENV, 'bin', 'python'), '-c',
                    'import mitogen, ansible.release as r; '
                    'print("mitogen %s, ansible-core %s" % (".".join(map(str, mitogen.__version__)), '
-                   'r.__version__))']) if os.path.isdir(MITOGEN_VENV) else 'not installed'
+                   'r.__version__))']) if os.path.isdir(MITOGEN_VENV) else 'mitogen not installed'
     commit = out(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD']) or '?'
     if out(['git', '-C', ROOT, 'status', '--porcelain', '--untracked-files=no']):
         commit += ' with uncommitted changes'
