@@ -103,6 +103,30 @@ def read_raw(path):
     return found
 
 
+def plugin_loads(path):
+    """{file: samples} of the workers' samples in which Ansible's plugin loader imports a
+    plugin file that is not ansible-core's (the collection's lookups and filters): the file
+    is the first module the loader's frame runs."""
+    found = {}
+    with open(path) as handle:
+        for line in handle:
+            stack, _sep, count = line.rstrip('\n').rpartition(' ')
+            if not stack or not count.isdigit():
+                continue
+            frames = stack.split(';')
+            if not in_worker(frames):
+                continue
+            for number, frame in enumerate(frames):
+                if 'PluginLoader._load_module_source' not in frame:
+                    continue
+                loaded = [f for f in frames[number + 1:] if f.startswith('<module> (')]
+                name = loaded[0][len('<module> ('):].rsplit(':', 1)[0] if loaded else ''
+                if name and 'ansible/' not in name:
+                    found[name] = found.get(name, 0) + int(count)
+                break
+    return found
+
+
 def commands(report_dir):
     ping = ['ansible', 'gpu_nodes', '-m', 'ansible.builtin.ping']
     rerun = ['ansible-playbook', os.path.join(bench.ROOT, 'playbooks', 'tune_gpu_nodes.yml'),
@@ -158,7 +182,7 @@ def profile_phase(nodes, name, command, runs, rate, work):
             raise SystemExit('the rerun changed %d things: not an idempotent rerun' % changed)
         bench.log('  %.2f s, controller %.2f CPU s, nodes %s CPU s' % (
             wall, own, '%.2f' % node if node is not None else '?'))
-    samples, ssh_cpu, ssh_calls = {}, [], []
+    samples, ssh_cpu, ssh_calls, loads = {}, [], [], {}
     bench.log('N=%d %s: %d runs under py-spy' % (nodes, name, runs))
     for number in range(runs):
         path = os.path.join(work, '%s-%d.txt' % (name, number))
@@ -168,6 +192,8 @@ def profile_phase(nodes, name, command, runs, rate, work):
         one_run(nodes, command, profile=path, rate=rate, ssh_times=times)
         for key, count in read_raw(path).items():
             samples[key] = samples.get(key, 0) + count
+        for key, count in plugin_loads(path).items():
+            loads[key] = loads.get(key, 0) + count
         calls = ssh_times(times)
         ssh_cpu.append(sum(calls))
         ssh_calls.append(len(calls))
@@ -183,6 +209,8 @@ def profile_phase(nodes, name, command, runs, rate, work):
     split = dict(('%s|%s' % (cat, where), round(cpu[where] * count / where_total[where], 4))
                  for (cat, where), count in samples.items())
     python = main + cpu['workers']
+    imports = dict((name, round(cpu['workers'] * count / where_total['workers'], 4))
+                   for name, count in loads.items())
     tasks = task_table([p[3] for p in plain if p[3]], nodes)
     return dict(phase=name, nodes=nodes, runs=runs, rate=rate,
                 wall_s=median([p[0] for p in plain]),
@@ -195,7 +223,7 @@ def profile_phase(nodes, name, command, runs, rate, work):
                 ssh_clients_per_host=median(ssh_calls) / nodes,
                 python_cpu_s_per_host=round(python, 4),
                 sampled_active_s_per_host=round(total / (runs * rate * nodes), 4),
-                samples=int(total), categories=split, tasks=tasks)
+                samples=int(total), categories=split, plugin_imports=imports, tasks=tasks)
 
 
 def ssh_times(path):
@@ -284,6 +312,20 @@ def markdown(data):
         '%.3f' % p['exit_cpu_s_per_host'] for p in phases))
     lines.append('| **controller CPU per host** (plain runs) | | %s |' % ' | '.join(
         '**%.3f**' % p['controller_cpu_s_per_host'] for p in phases))
+    plugins = sorted(set(k for p in phases for k in p.get('plugin_imports', {})),
+                     key=lambda k: -max(p.get('plugin_imports', {}).get(k, 0) for p in phases))
+    if plugins:
+        lines += ['', '## Plugin files the workers import', '',
+                  'Part of `imports | workers` above: the samples in which a worker (forked per '
+                  'host and task, after the main process imported what it had) imports a plugin '
+                  'file of the collection through Ansible\'s plugin loader, to resolve a lookup '
+                  'or a filter its templating names, with what that file imports in turn; CPU '
+                  's per host, scaled as above.', '',
+                  '| plugin file | %s |' % ' | '.join(names),
+                  '| --- |%s' % (' ---: |' * len(names))]
+        for name in plugins:
+            lines.append('| %s | %s |' % (name, ' | '.join(
+                '%.3f' % p.get('plugin_imports', {}).get(name, 0) for p in phases)))
     for phase in phases:
         if not phase['tasks']:
             continue

@@ -215,6 +215,16 @@ def test_the_samples_are_read_by_category_and_process_without_the_wrapper(tmp_pa
         'garbage\n' % WORKER)
     assert profile_run.read_raw(str(raw)) == {
         ('module payload build (AnsiballZ)', 'workers'): 7, ('strategy loop', 'main'): 3}
+    loads = tmp_path / 'loads.txt'
+    loads.write_text(
+        'p;%s;t (ansible/_internal/_templating/_jinja_plugins.py:70);'
+        'PluginLoader._load_module_source (ansible/plugins/loader.py:943);'
+        '<module> (job_shape.py:13);<module> (contexts/__init__.py:20) 4\n'
+        'p;%s;PluginLoader._load_module_source (ansible/plugins/loader.py:943);'
+        '<module> (ansible/plugins/action/normal.py:20) 2\n'
+        'p;PluginLoader._load_module_source (ansible/plugins/loader.py:943);'
+        '<module> (job_shape.py:13) 9\n' % (WORKER, WORKER))
+    assert profile_run.plugin_loads(str(loads)) == {'job_shape.py': 4}
     times = tmp_path / 'ssh'
     times.write_text('0.001000 0.002000\n0.000500 0.000500\n')
     assert [round(t, 6) for t in profile_run.ssh_times(str(times))] == [0.003, 0.001]
@@ -236,3 +246,4 @@ def test_the_profile_covers_the_floor_the_rerun_and_the_audit():
     assert 'gpufleet.tuning.limits_profile' in actions['rerun']
     assert 'gpufleet.tuning.limits_audit' in actions['audit']
     assert actions['rerun'][0] == actions['audit'][0] == ''    # startup
+    assert all(isinstance(p['plugin_imports'], dict) for p in phases.values())
