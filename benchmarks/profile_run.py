@@ -278,8 +278,8 @@ def markdown(data):
         '## Per host', '',
         '| | %s |' % ' | '.join(names), '| --- |%s' % (' ---: |' * len(names)),
         '| wall s (the whole run) | %s |' % ' | '.join('%.2f' % p['wall_s'] for p in phases),
-        '| x ping (wall) | %s |' % ' | '.join('%.2f' % (p['wall_s'] / phases[0]['wall_s'])
-                                             for p in phases),
+        '| x ping (wall) | %s |' % ' | '.join(
+            '%.2f' % (p['wall_s'] / phases[0]['wall_s']) for p in phases),
         '| controller CPU s per host | %s |' % ' | '.join(
             '%.3f' % p['controller_cpu_s_per_host'] for p in phases),
         '| x ping (controller CPU) | %s |' % ' | '.join(

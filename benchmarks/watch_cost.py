@@ -225,8 +225,7 @@ def main():
         process_cpu_s=summary([r['process_cpu_s'] for r in found]),
         node_cpu_s=summary([r['node_cpu_s'] for r in found]),
         probed=found[0].get('probed'))) for name, found in data['runs'].items())
-    medians = dict((name, dict((k, v[k]['median']) for k in ('wall_s', 'process_cpu_s',
-                                                               'node_cpu_s')))
+    medians = dict((name, dict((k, v[k]['median']) for k in KEYS))
                    for name, v in variants.items())
     result = dict(
         generated=datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),

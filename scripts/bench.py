@@ -659,7 +659,7 @@ def series_name(rows, label):
         if row['transport'] not in transports:
             transports.append(row['transport'])
     return 'results-%s-n%s-%s%s-%s' % (end[0], sizes, '-'.join(transports),
-                                      '-' + label if label else '', end[1].replace(':', ''))
+                                       '-' + label if label else '', end[1].replace(':', ''))
 
 
 def main():

@@ -162,6 +162,13 @@ def test_the_watch_cost_says_what_each_probe_costs():
     assert cost['within_budget'] == (cost['default_contexts_node_cpu_s'] <= 0.5)
     assert all(isinstance(p[k], float) or isinstance(p[k], int)
                for p in cost['parts'] for k in ('node_cpu_s', 'process_cpu_s', 'spread_s'))
+    # the parts are the script's arithmetic over the variants the file holds
+    medians = dict((name, dict((k, v[k]['median']) for k in watch_cost.KEYS))
+                   for name, v in cost['variants'].items())
+    spreads = dict((name, v['node_cpu_s']['max'] - v['node_cpu_s']['min'])
+                   for name, v in cost['variants'].items())
+    assert watch_cost.parts(medians, spreads) == cost['parts']
+    assert watch_cost.default_contexts_cpu(medians) == cost['default_contexts_node_cpu_s']
 
 
 def test_a_part_is_the_difference_of_its_two_variants():
