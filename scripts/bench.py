@@ -651,8 +651,12 @@ def write_history(out_dir):
 
 
 def series_name(rows, label):
-    """results-YYYY-MM-DD-nSIZES-TRANSPORTS[-LABEL]-HHMM for rows measured (dated) now."""
-    end = max(ROW_DATE.search(r['date']).groups()[:2] for r in rows)
+    """results-YYYY-MM-DD-nSIZES-TRANSPORTS[-LABEL]-HHMM: the latest date of the rows (now for
+    rows with none)."""
+    found = [ROW_DATE.search(str(r.get('date') or '')) for r in rows]
+    found = [m.groups()[:2] for m in found if m]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    end = max(found) if found else (now.strftime('%Y-%m-%d'), now.strftime('%H:%M'))
     sizes = '-'.join(str(n) for n in sorted(set(r['nodes'] for r in rows)))
     transports = []
     for row in rows:

@@ -125,6 +125,11 @@ def test_a_run_is_written_as_a_dated_series_that_becomes_the_headline(tmp_path, 
     again = bench.write([dict(r) for r in rows('2026-12-07 00:10 UTC')], str(tmp_path),
                         repeat=3, label='')
     assert again == 'results-2026-12-07-n4-ssh-0010-2'
+    # rows of an old file without dates (a render): named for now, the headline unchanged
+    old = bench.write([dict(r, date=None) for r in rows('')], str(tmp_path), repeat=3,
+                      label='render')
+    assert old.startswith('results-') and '-n4-ssh-render-' in old
+    assert bench.headline_problems(str(tmp_path)) == []
 
 
 def test_a_series_missing_from_the_history_index_is_found(tmp_path):
