@@ -182,7 +182,7 @@ def profile_phase(nodes, name, command, runs, rate, work):
             raise SystemExit('the rerun changed %d things: not an idempotent rerun' % changed)
         bench.log('  %.2f s, controller %.2f CPU s, nodes %s CPU s' % (
             wall, own, '%.2f' % node if node is not None else '?'))
-    samples, ssh_cpu, ssh_calls, loads = {}, [], [], {}
+    samples, ssh_cpu, ssh_calls, loads, ssh_bytes = {}, [], [], {}, []
     bench.log('N=%d %s: %d runs under py-spy' % (nodes, name, runs))
     for number in range(runs):
         path = os.path.join(work, '%s-%d.txt' % (name, number))
@@ -194,9 +194,10 @@ def profile_phase(nodes, name, command, runs, rate, work):
             samples[key] = samples.get(key, 0) + count
         for key, count in plugin_loads(path).items():
             loads[key] = loads.get(key, 0) + count
-        calls = ssh_times(times)
-        ssh_cpu.append(sum(calls))
+        calls = ssh_records(times)
+        ssh_cpu.append(sum(c[0] for c in calls))
         ssh_calls.append(len(calls))
+        ssh_bytes.extend(c[1:] for c in calls if c[1] is not None)
     ctl = median([p[1] for p in plain]) / nodes
     ssh = median(ssh_cpu) / nodes
     # the callback's end reading: the main process's own CPU and its workers' (ssh clients in)
@@ -221,25 +222,39 @@ def profile_phase(nodes, name, command, runs, rate, work):
                 main_cpu_s_per_host=round(main, 4), workers_cpu_s_per_host=round(workers, 4),
                 exit_cpu_s_per_host=round(ctl - main - workers, 4),
                 ssh_clients_per_host=median(ssh_calls) / nodes,
+                # with pipelining what an ssh client is sent is the module's payload, and what
+                # it gives back the module's result (and the become marker)
+                ssh_sent_kib=(round(median([b[0] for b in ssh_bytes]) / 1024.0, 1)
+                              if ssh_bytes else None),
+                ssh_received_kib=(round(median([b[1] for b in ssh_bytes]) / 1024.0, 1)
+                                  if ssh_bytes else None),
                 python_cpu_s_per_host=round(python, 4),
                 sampled_active_s_per_host=round(total / (runs * rate * nodes), 4),
                 samples=int(total), categories=split, plugin_imports=imports, tasks=tasks)
 
 
-def ssh_times(path):
-    """The CPU seconds of each ssh client a run started (ssh_timed.py's "user system" lines)."""
+def ssh_records(path):
+    """(CPU seconds, bytes sent, bytes received) of each ssh client a run started
+    (ssh_timed.py's lines "user system sent received"; the bytes None where a line has none)."""
     found = []
     try:
         with open(path) as handle:
             for line in handle:
                 parts = line.split()
                 try:
-                    found.append(float(parts[0]) + float(parts[1]))
+                    found.append((float(parts[0]) + float(parts[1]),
+                                  int(parts[2]) if len(parts) > 3 else None,
+                                  int(parts[3]) if len(parts) > 3 else None))
                 except (IndexError, ValueError):
                     continue
     except (IOError, OSError):
         pass
     return found
+
+
+def ssh_times(path):
+    """The CPU seconds of each ssh client a run started."""
+    return [record[0] for record in ssh_records(path)]
 
 
 def task_table(reports, nodes):
@@ -285,6 +300,12 @@ def markdown(data):
         '| x ping (controller CPU) | %s |' % ' | '.join(
             '%.2f' % (p['controller_cpu_s_per_host'] / phases[0]['controller_cpu_s_per_host'])
             for p in phases),
+        '| ssh clients per host | %s |' % ' | '.join(
+            '%.1f' % p['ssh_clients_per_host'] for p in phases),
+        '| KiB sent per ssh client (median; with pipelining the module\'s payload) | %s |'
+        % ' | '.join('%s' % p.get('ssh_sent_kib') for p in phases),
+        '| KiB received per ssh client (median; the module\'s result) | %s |'
+        % ' | '.join('%s' % p.get('ssh_received_kib') for p in phases),
         '| node CPU s per host | %s |' % ' | '.join(
             '%.3f' % p['node_cpu_s_per_host'] if p['node_cpu_s_per_host'] is not None else '?'
             for p in phases), '',

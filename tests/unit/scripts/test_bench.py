@@ -238,8 +238,9 @@ def test_the_samples_are_read_by_category_and_process_without_the_wrapper(tmp_pa
         '<module> (job_shape.py:13) 9\n' % (WORKER, WORKER))
     assert profile_run.plugin_loads(str(loads)) == {'job_shape.py': 4}
     times = tmp_path / 'ssh'
-    times.write_text('0.001000 0.002000\n0.000500 0.000500\n')
+    times.write_text('0.001000 0.002000\n0.000500 0.000500 73000 24000\nnot a line\n')
     assert [round(t, 6) for t in profile_run.ssh_times(str(times))] == [0.003, 0.001]
+    assert [r[1:] for r in profile_run.ssh_records(str(times))] == [(None, None), (73000, 24000)]
 
 
 def test_the_profile_covers_the_floor_the_rerun_and_the_audit():
