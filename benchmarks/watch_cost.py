@@ -25,7 +25,7 @@ point builds them with drift_watch.read_profile) with the audit's own options:
   * `probe CONTEXT`: the readers plus one probed context (probe_only: [CONTEXT]);
   * `units`: the readers plus the running units' limits (the profile's units);
   * `audit without sysctl` / `audit without pids`: every context, the kernel ceilings or the
-    pids part left out;
+    pids part left out (`audit with pids`: the profile given `pids: PIDS` where it has none);
   * `audit without images`: every context but the containers (no probe option `*_image`):
     the contexts of the role's defaults (limits_watch_docker_image and
     limits_watch_podman_image are empty unless set), which BUDGET_S is judged on.
@@ -45,6 +45,8 @@ import subprocess
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: node CPU seconds one watch run may cost with the scenario's contexts (issue 42 item 3)
 BUDGET_S = 0.5
+#: the pids value of the `audit with pids` variant (a profile without pids)
+PIDS = 4096
 
 # Runs inside the node (python3 -), prints one JSON object.
 NODE_SIDE = r'''
@@ -92,8 +94,11 @@ try:
     params = drift_watch.read_profile(argv[argv.index('--profile') + 1])
     child = [argv[0], '-I', '-S', script, '--child']
 
-    def audit_input(probe_only=None, units=True, sysctl=True, pids=True, images=True):
+    def audit_input(probe_only=None, units=True, sysctl=True, pids=True, images=True,
+                    add_pids=None):
         found = dict(params, profile=dict(params['profile']))
+        if add_pids is not None:
+            found['profile']['pids'] = add_pids
         if not images:
             found['probe_options'] = dict((k, v) for k, v in params['probe_options'].items()
                                           if not k.endswith('_image'))
@@ -124,6 +129,9 @@ try:
             variants.append(('audit without sysctl', child, audit_input(sysctl=False)))
         if 'pids' in params['profile']:
             variants.append(('audit without pids', child, audit_input(pids=False)))
+        else:
+            # what the pids part would cost (a profile with pids; this one has none)
+            variants.append(('audit with pids', child, audit_input(add_pids=CONFIG['pids'])))
     if any(k.endswith('_image') for k in params['probe_options']):
         # the role's default: no container image (limits_watch_docker_image '')
         variants.append(('audit without images', child, audit_input(images=False)))
@@ -186,6 +194,7 @@ def parts(medians, spreads=None):
     diff('units', 'the running units\' limits', 'units', 'readers')
     diff('sysctl', 'kernel ceilings (sysctl)', 'audit', 'audit without sysctl')
     diff('pids', 'pids', 'audit', 'audit without pids')
+    diff('pids', 'pids (added to the profile: `pids: %s`)' % PIDS, 'audit with pids', 'audit')
     diff('images', 'the container probes (the probe options `*_image`)', 'audit',
          'audit without images')
     diff('entry', 'entry point: profile, child, metrics and outlets', 'watch', 'audit')
@@ -209,8 +218,16 @@ def main():
     parser.add_argument('--no-parts', action='store_true',
                         help='the whole watch run only (no per-part variants)')
     parser.add_argument('--out', default=HERE)
+    parser.add_argument('--render', action='store_true',
+                        help='rewrite watch-cost.md from watch-cost.json in --out, measuring nothing')
     args = parser.parse_args()
-    config = dict(runs=args.runs, idle=args.idle, parts=not args.no_parts)
+    if args.render:
+        with open(os.path.join(args.out, 'watch-cost.json')) as handle:
+            text = markdown(json.load(handle))
+        with open(os.path.join(args.out, 'watch-cost.md'), 'w') as handle:
+            handle.write(text)
+        return
+    config = dict(runs=args.runs, idle=args.idle, parts=not args.no_parts, pids=PIDS)
     code = NODE_SIDE.replace('@CONFIG@', repr(json.dumps(config)))
     out = subprocess.run(['docker', 'exec', '-i', args.container, 'python3', '-'],
                          input=code.encode(), stdout=subprocess.PIPE, check=True).stdout
@@ -244,6 +261,14 @@ def main():
     with open(os.path.join(args.out, 'watch-cost.json'), 'w') as handle:
         json.dump(result, handle, indent=2)
         handle.write('\n')
+    text = markdown(result)
+    with open(os.path.join(args.out, 'watch-cost.md'), 'w') as handle:
+        handle.write(text)
+    print(text)
+
+
+def markdown(result):
+    """watch-cost.md from the result (watch-cost.json)."""
     lines = [
         '# Cost of one drift-watch audit (`make bench-watch`)',
         '',
@@ -253,9 +278,9 @@ def main():
         'service, a user service, a container from a local image; a running unit\'s limits) '
         'against a %d-item profile (%s) and %d kernel ceilings, and writes the metrics file; '
         '%d runs of each variant, in turn, timer stopped.'
-        % (result['generated'], args.container, result['cpus'],
+        % (result['generated'], result['container'], result['cpus'],
            ', '.join('`%s`' % c for c in result['probed']), len(result['profile']),
-           ', '.join(result['profile']), len(result['sysctl']), len(runs)),
+           ', '.join(result['profile']), len(result['sysctl']), len(result['runs'])),
         '',
         '| one watch run | median | min | max |',
         '| --- | ---: | ---: | ---: |',
@@ -281,8 +306,7 @@ def main():
                   'the script\'s docstring), so a small part can read below 0 on a busy machine.',
                   '', '| variant | node CPU s | process CPU s | wall s | node CPU min-max |',
                   '| --- | ---: | ---: | ---: | --- |']
-        for name in data['order']:
-            found = variants[name]
+        for name, found in result['variants'].items():
             lines.append('| %s | %.3f | %.3f | %.3f | %s-%s |' % (
                 name, found['node_cpu_s']['median'], found['process_cpu_s']['median'],
                 found['wall_s']['median'], found['node_cpu_s']['min'],
@@ -300,15 +324,13 @@ def main():
                   'variants a part is the difference of: a part below its spread is not told '
                   'apart from none here. The parts of 0.1 node CPU s or more, above their '
                   'spread: %s.' % ', '.join(
-                      '%s %.3f s' % (p['label'].split(':')[0], p['node_cpu_s']) for p in heavy)]
+                      '`%s` %.3f s' % (p['part'], p['node_cpu_s']) for p in heavy)]
     share = 100 * result['node_cpu_s']['median'] / 900
     lines += ['', 'Idle CPU of the node (node_exporter, Prometheus, Alertmanager, dockerd): %s s '
               'per second, taken off every figure.' % result['idle_cpu_per_s'],
               'With the default period (900 s) the watch costs about %.4f %% of one core on '
               'such a node (node CPU median / 900 s).' % share, '']
-    with open(os.path.join(args.out, 'watch-cost.md'), 'w') as handle:
-        handle.write('\n'.join(lines))
-    print('\n'.join(lines))
+    return '\n'.join(lines)
 
 
 if __name__ == '__main__':

@@ -174,6 +174,9 @@ def test_the_watch_cost_says_what_each_probe_costs():
                    for name, v in cost['variants'].items())
     assert watch_cost.parts(medians, spreads) == cost['parts']
     assert watch_cost.default_contexts_cpu(medians) == cost['default_contexts_node_cpu_s']
+    assert 'pids' in parts      # the pids part: of the profile, or added to it
+    with open(os.path.join(OUT, 'watch-cost.md')) as handle:
+        assert handle.read() == watch_cost.markdown(cost)
 
 
 def test_a_part_is_the_difference_of_its_two_variants():
