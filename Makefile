@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch ee ee-test test-pull changelog graph docs-gen eda
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch bench-profile ee ee-test test-pull changelog graph docs-gen eda
 
 all: test
 
@@ -217,10 +217,13 @@ build: setup
 	mkdir -p build
 	ansible-galaxy collection build --force --output-path build .
 
-# Fleet-scale benchmark (benchmarks/results.md, results.json): ping floor, the usual approach and
-# tune_gpu_nodes.yml --tags limits on NODES lab nodes, over TRANSPORTS (ssh, the main series;
-# docker; mitogen, from its own venv build/mitogen-venv). `make bench NODES=4` is the quick run.
-# BENCH_PREFIX names the lab's containers (default gpufleet-bench).
+# Fleet-scale benchmark: ping floor, the usual approach and tune_gpu_nodes.yml --tags limits on
+# NODES lab nodes, over TRANSPORTS (ssh, the main series; docker; mitogen, from its own venv
+# build/mitogen-venv). `make bench NODES=4` is the quick run. Each run is a dated series
+# (benchmarks/results-DATE-nN-TRANSPORTS-HHMM.json, .md; BENCH_LABEL adds a word); the newest
+# is copied to benchmarks/results.json and results.md (the headline) and listed with every
+# other in benchmarks/fleet-history.md. BENCH_PREFIX names the lab's containers (default
+# gpufleet-bench).
 NODES ?= 4 16 32
 REPEAT ?= 3
 TRANSPORTS ?= ssh docker mitogen
@@ -235,6 +238,24 @@ bench: setup $(MITOGEN_VENV)/.installed
 	$(MAKE) images IMAGES=debian12
 	images/build-ssh-image.sh debian12
 	MITOGEN_VENV=$(MITOGEN_VENV) python3 scripts/bench.py --nodes "$(NODES)" --repeat $(REPEAT) --transports "$(TRANSPORTS)"
+
+# Where the rerun's and the audit's time goes, against the ping floor (issue 42 item 1;
+# benchmarks/profile.md, profile.json): PROFILE_NODES lab nodes over SSH (bench.py's lab,
+# BENCH_PREFIX), PROFILE_RUNS plain runs per phase (controller and node CPU, per task through
+# benchmarks/callback_plugins/task_cpu.py) and as many under py-spy, from its own venv.
+PROFILE_NODES ?= 4
+PROFILE_RUNS ?= 3
+PY_SPY_VERSION ?= 0.4.3
+PROFILE_VENV := $(ROOT)/build/profile-venv
+$(PROFILE_VENV)/.installed:
+	$(PYTHON) -m venv $(PROFILE_VENV)
+	$(PROFILE_VENV)/bin/pip install -q py-spy==$(PY_SPY_VERSION)
+	touch $@
+bench-profile: setup $(PROFILE_VENV)/.installed
+	bash scripts/bootstrap-host.sh
+	$(MAKE) images IMAGES=debian12
+	images/build-ssh-image.sh debian12
+	PYSPY=$(PROFILE_VENV)/bin/py-spy python3 benchmarks/profile_run.py --nodes $(PROFILE_NODES) --runs $(PROFILE_RUNS)
 
 # Fleet paths (issue 15, docs/fleet-scale.md). `make ee`: the execution environment's build
 # context (ansible-builder create; CI). `make ee-test`: build the EE image on a locally built base
@@ -299,7 +320,8 @@ bench-job-contexts:
 
 # The drift watch on the `watch` scenario's node (node_exporter, Prometheus, a 20 s timer):
 # make demo-watch shows an alert fire on drift and clear on re-tune; make bench-watch measures
-# one node-side audit (benchmarks/watch-cost.md). Both remove the node at the end.
+# one node-side audit in all and per part (each probe, the readers, the units, the kernel
+# ceilings, the entry point: benchmarks/watch-cost.md). Both remove the node at the end.
 RUNS ?= 10
 demo-watch: setup
 	molecule converge -s watch

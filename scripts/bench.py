@@ -21,13 +21,20 @@ mitogen_linear strategy, from MITOGEN_VENV: a venv with mitogen and ansible-core
 `make bench` creates). Each run's wall time is the whole ansible or
 ansible-playbook process; module invocations per host are counted by
 benchmarks/callback_plugins/invocations.py. A run that fails, or a rerun that changes
-anything, stops the benchmark. Results: benchmarks/results.json and benchmarks/results.md.
+anything, stops the benchmark.
+
+Results: each run is a dated series, benchmarks/results-DATE-nSIZES-TRANSPORTS-HHMM.json and
+.md (``--label`` adds a word); benchmarks/results.json and results.md, the headline the README
+and docs/fleet-scale.md quote, are a copy of the newest series (newest_series: the one rule,
+checked by tests/unit/scripts/test_bench.py), and benchmarks/fleet-history.md lists every
+series (its index between HISTORY_BEGIN and HISTORY_END, rewritten here).
 """
 import argparse
 import datetime
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -351,16 +358,23 @@ def ratios(rows):
         row['vs_usual'] = round(row['wall_s'] / base, 2) if base else None
 
 
-def verdicts(rows):
+def target_rows(rows):
+    """(N, transport, {(approach, phase): row}): the rows the targets are judged on, at
+    TARGETS' fleet size over its transport, else the largest N measured over it."""
     at, over = TARGETS['at_nodes'], TARGETS['transport']
     if not any(r['nodes'] == at and r['transport'] == over for r in rows):
         at = max([r['nodes'] for r in rows if r['transport'] == over] or [at])
-    pick = dict(((r['nodes'], r['transport'], r['approach'], r['phase']), r) for r in rows)
+    return at, over, dict(((r['approach'], r['phase']), r) for r in rows
+                          if r['nodes'] == at and r['transport'] == over)
+
+
+def verdicts(rows):
+    at, over, pick = target_rows(rows)
     found = []
-    rerun = pick.get((at, over, 'gpufleet', 'rerun'))
-    audit = pick.get((at, over, 'gpufleet', 'audit'))
-    fresh = pick.get((at, over, 'gpufleet', 'audit-fresh'))
-    converge = pick.get((at, over, 'gpufleet', 'converge'))
+    rerun = pick.get(('gpufleet', 'rerun'))
+    audit = pick.get(('gpufleet', 'audit'))
+    fresh = pick.get(('gpufleet', 'audit-fresh'))
+    converge = pick.get(('gpufleet', 'converge'))
     if rerun:
         found.append(('idempotent rerun within %.1fx the ping floor at N=%d over %s' % (
             TARGETS['rerun_vs_ping'], at, over), '%.2fx' % rerun['vs_ping'],
@@ -397,15 +411,19 @@ def versions():
     mitogen = out([os.path.join(MITOGEN_VENV, 'bin', 'python'), '-c',
                    'import mitogen, ansible.release as r; '
                    'print("mitogen %s, ansible-core %s" % (".".join(map(str, mitogen.__version__)), '
-                   'r.__version__))']) if os.path.isdir(MITOGEN_VENV) else 'not installed'
+                   'r.__version__))']) if os.path.isdir(MITOGEN_VENV) else 'mitogen not installed'
+    commit = out(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD']) or '?'
+    if out(['git', '-C', ROOT, 'status', '--porcelain', '--untracked-files=no']):
+        commit += ' with uncommitted changes'
     return dict(cpus=os.cpu_count(), machine=platform.machine(), mitogen=mitogen,
-                ansible_core=core[0] if core else '?',
+                ansible_core=core[0] if core else '?', commit=commit,
                 docker=out(['docker', 'version', '--format', '{{.Server.Version}}']))
 
 
 def markdown(rows, meta):
     lines = ['# Benchmark: the limits part of tune_gpu_nodes.yml at fleet scale', '',
-             'Written by `make bench` (scripts/bench.py), runs of %s; %s CPUs, %s, Docker %s, %s. '
+             'Written by `make bench` (scripts/bench.py), runs of %s at commit %s; %s CPUs, %s, '
+             'Docker %s, %s. '
              'Lab nodes are containers on this one machine (systemd, PAM, a user manager, a '
              'dockerd and sshd each); forks = N, pipelining on, no fact gathering in any '
              'approach. Transports: **ssh** (ansible.builtin.ssh, ControlPersist; the main '
@@ -416,7 +434,8 @@ def markdown(rows, meta):
              '`ansible-playbook` process, the median of the runs in `runs_s` for ping and '
              'reruns (%d asked), one run for converges. Invocations are module runs per host (controller-only tasks such '
              'as debug and set_fact are not counted).' % (
-                 meta['date'], meta['cpus'], meta['ansible_core'], meta['docker'], meta['mitogen'],
+                 meta['date'], meta.get('commit', '?'), meta['cpus'], meta['ansible_core'],
+                 meta['docker'], meta['mitogen'],
                  meta['repeat']), '',
              '- **ping**: `ansible -m ansible.builtin.ping`, the floor.',
              '- **usual**: `benchmarks/usual.yml`: community.general.pam_limits in a loop over '
@@ -461,10 +480,190 @@ def markdown(rows, meta):
     lines += ['', '## Targets', '', '| target | measured | met |', '| --- | ---: | --- |']
     for name, value, met in verdicts(rows):
         lines.append('| %s | %s | %s |' % (name, value, 'yes' if met else '**no**'))
-    lines += ['', 'Every run of every row is in results.json (`runs_s`). A rerun that changed '
+    lines += ['', 'Every run of every row is in the JSON file of the same name (`runs_s`). A rerun that changed '
               'anything, a failed run or an audit with gaps would have stopped the benchmark.',
               '']
     return '\n'.join(lines)
+
+
+# --- the headline and the history (issue 42) ---------------------------------------------------
+
+SERIES = re.compile(r'^results-([0-9]{4}-[0-9]{2}-[0-9]{2})-.+\.json$')
+ROW_DATE = re.compile(r'([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2})(?:-([0-9]{2}:[0-9]{2}))? UTC')
+HEADLINE = 'results'
+HISTORY = 'fleet-history.md'
+HISTORY_BEGIN = '<!-- every series: written by scripts/bench.py (write_history), newest first -->'
+HISTORY_END = '<!-- end of every series -->'
+
+
+def series_date(path):
+    """When the series in PATH ended ('YYYY-MM-DD HH:MM', UTC): the latest date of its rows (the
+    end of a range such as '12:14-12:41'), else 00:00 of the day its file name carries."""
+    with open(path) as handle:
+        rows = json.load(handle)
+    found = []
+    for row in rows:
+        match = ROW_DATE.search(str(row.get('date') or ''))
+        if match:
+            found.append('%s %s' % (match.group(1), match.group(3) or match.group(2)))
+    return max(found) if found else '%s 00:00' % SERIES.match(os.path.basename(path)).group(1)
+
+
+def series_files(out_dir):
+    """Every dated series in OUT_DIR (results-YYYY-MM-DD-*.json; not the headline), as
+    (date, file name), oldest first (two that ended the same minute: by name)."""
+    names = [name for name in os.listdir(out_dir) if SERIES.match(name)]
+    return sorted((series_date(os.path.join(out_dir, name)), name) for name in names)
+
+
+def newest_series(out_dir):
+    """The headline rule, the one place it is decided: the series that ended last is the
+    headline (benchmarks/results.json and results.md are a copy of it). None without a series."""
+    found = series_files(out_dir)
+    return found[-1][1] if found else None
+
+
+def headline_markdown(out_dir, name):
+    """results.md for the series NAME (a .json file name): its Markdown, led by where it is from."""
+    with open(os.path.join(out_dir, name[:-len('.json')] + '.md')) as handle:
+        text = handle.read()
+    return ('<!-- The headline: a copy of %s, the newest series (scripts/bench.py newest_series); '
+            'every series: %s. -->\n%s' % (name[:-len('.json')] + '.md', HISTORY, text))
+
+
+def headline_problems(out_dir):
+    """What makes results.json / results.md in OUT_DIR other than the newest series' copy."""
+    name = newest_series(out_dir)
+    if name is None:
+        return ['%s: no dated series (results-YYYY-MM-DD-*.json)' % out_dir]
+    problems = []
+    with open(os.path.join(out_dir, name)) as handle:
+        newest = json.load(handle)
+    try:
+        with open(os.path.join(out_dir, HEADLINE + '.json')) as handle:
+            headline = json.load(handle)
+    except (OSError, ValueError) as exc:
+        headline = None
+        problems.append('%s.json: %s' % (HEADLINE, exc))
+    if headline is not None and headline != newest:
+        dates = sorted(set(str(r.get('date')) for r in headline))
+        problems.append('%s.json (rows of %s) is not the newest series %s (ended %s): '
+                        'python3 scripts/bench.py --headline' % (
+                            HEADLINE, ', '.join(dates), name, series_date(os.path.join(out_dir, name))))
+    try:
+        wanted = headline_markdown(out_dir, name)
+    except OSError as exc:
+        return problems + ['the newest series %s has no Markdown: %s' % (name, exc)]
+    try:
+        with open(os.path.join(out_dir, HEADLINE + '.md')) as handle:
+            said = handle.read()
+    except OSError as exc:
+        said = None
+        problems.append('%s.md: %s' % (HEADLINE, exc))
+    if said is not None and said != wanted:
+        problems.append('%s.md is not the Markdown of the newest series %s: '
+                        'python3 scripts/bench.py --headline' % (HEADLINE, name))
+    return problems
+
+
+def write_headline(out_dir):
+    """results.json and results.md in OUT_DIR: a copy of the newest series. Returns its name."""
+    name = newest_series(out_dir)
+    if name is None:
+        raise SystemExit('%s: no dated series to make the headline of' % out_dir)
+    text = headline_markdown(out_dir, name)
+    with open(os.path.join(out_dir, name)) as handle:
+        rows = json.load(handle)
+    with open(os.path.join(out_dir, HEADLINE + '.json'), 'w') as handle:
+        json.dump(rows, handle, indent=1)
+        handle.write('\n')
+    with open(os.path.join(out_dir, HEADLINE + '.md'), 'w') as handle:
+        handle.write(text)
+    return name
+
+
+def history_index(out_dir):
+    """The table of every series for fleet-history.md, newest first: when it ended, its fleet
+    sizes and transports, and the targets' ratios on the rows verdicts() judges."""
+    lines = [HISTORY_BEGIN, '',
+             '| series | table | ended (UTC) | nodes | transports | judged at | rerun x ping '
+             '| audit x ping | audit-fresh x ping | converge x usual | converge calls/host |',
+             '| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |']
+    newest = newest_series(out_dir)
+    for date, name in reversed(series_files(out_dir)):
+        with open(os.path.join(out_dir, name)) as handle:
+            rows = json.load(handle)
+        if any('vs_ping' not in r for r in rows):
+            rows = [dict(r) for r in rows]
+            try:
+                ratios(rows)
+            except KeyError:            # a series without a ping floor
+                for row in rows:
+                    row.setdefault('vs_ping', None)
+                    row.setdefault('vs_usual', None)
+        at, over, pick = target_rows(rows)
+
+        def ratio(approach, phase, key):
+            row = pick.get((approach, phase))
+            value = row.get(key) if row else None
+            return '%.2fx' % value if isinstance(value, (int, float)) else ''
+        converge = pick.get(('gpufleet', 'converge'))
+        calls = converge['invocations_per_host'] if converge else ''
+        stem = name[:-len('.json')]
+        table = '[md](%s.md)' % stem if os.path.exists(os.path.join(out_dir, stem + '.md')) else ''
+        lines.append('| [%s](%s)%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+            name, name, ' (the headline)' if name == newest else '', table, date,
+            ' '.join(str(n) for n in sorted(set(r['nodes'] for r in rows))),
+            ' '.join(sorted(set(r['transport'] for r in rows))),
+            'N=%d %s' % (at, over) if pick else '', ratio('gpufleet', 'rerun', 'vs_ping'),
+            ratio('gpufleet', 'audit', 'vs_ping'), ratio('gpufleet', 'audit-fresh', 'vs_ping'),
+            ratio('gpufleet', 'converge', 'vs_usual'),
+            calls if not isinstance(calls, list) else '-'.join(str(c) for c in calls)))
+    lines += ['', HISTORY_END]
+    return '\n'.join(lines)
+
+
+def history_text(out_dir):
+    """fleet-history.md with its index of every series as history_index() writes it (the
+    index is added at the end when the file has none)."""
+    with open(os.path.join(out_dir, HISTORY)) as handle:
+        text = handle.read()
+    index = history_index(out_dir)
+    if HISTORY_BEGIN in text and HISTORY_END in text:
+        head, rest = text.split(HISTORY_BEGIN, 1)
+        return head + index + rest.split(HISTORY_END, 1)[1]
+    return text.rstrip('\n') + '\n\n## Every series\n\n' + index + '\n'
+
+
+def history_problems(out_dir):
+    with open(os.path.join(out_dir, HISTORY)) as handle:
+        text = handle.read()
+    if text != history_text(out_dir):
+        return ['%s: its index of every series is not the dated files of %s: '
+                'python3 scripts/bench.py --headline' % (HISTORY, out_dir)]
+    return []
+
+
+def write_history(out_dir):
+    text = history_text(out_dir)
+    with open(os.path.join(out_dir, HISTORY), 'w') as handle:
+        handle.write(text)
+
+
+def series_name(rows, label):
+    """results-YYYY-MM-DD-nSIZES-TRANSPORTS[-LABEL]-HHMM: the latest date of the rows (now for
+    rows with none)."""
+    found = [ROW_DATE.search(str(r.get('date') or '')) for r in rows]
+    found = [m.groups()[:2] for m in found if m]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    end = max(found) if found else (now.strftime('%Y-%m-%d'), now.strftime('%H:%M'))
+    sizes = '-'.join(str(n) for n in sorted(set(r['nodes'] for r in rows)))
+    transports = []
+    for row in rows:
+        if row['transport'] not in transports:
+            transports.append(row['transport'])
+    return 'results-%s-n%s-%s%s-%s' % (end[0], sizes, '-'.join(transports),
+                                       '-' + label if label else '', end[1].replace(':', ''))
 
 
 def main():
@@ -473,16 +672,28 @@ def main():
     parser.add_argument('--repeat', type=int, default=int(os.environ.get('REPEAT', '3')))
     parser.add_argument('--transports', default=os.environ.get('TRANSPORTS', 'ssh docker mitogen'))
     parser.add_argument('--out', default=OUT_DIR)
+    parser.add_argument('--label', default=os.environ.get('BENCH_LABEL', ''),
+                        help='a word for the series file name (results-DATE-nN-TRANSPORT-LABEL-HHMM)')
     parser.add_argument('--render', nargs='+', metavar='RESULTS_JSON',
-                        help='write results.json and results.md from the rows of earlier runs '
-                             '(for example a quick run and a large-N run), measuring nothing')
+                        help='write one series from the rows of earlier runs (for example a quick '
+                             'run and a large-N run), measuring nothing; the headline stays the '
+                             'newest series')
+    parser.add_argument('--headline', action='store_true',
+                        help='rewrite results.json, results.md and the index of fleet-history.md '
+                             'from the dated series, measuring nothing')
     args = parser.parse_args()
+    if args.label and not re.match(r'^[a-z0-9]+(-[a-z0-9]+)*$', args.label):
+        parser.error('--label %r: lower-case letters, digits and dashes' % args.label)
+    if args.headline:
+        log('the headline is %s' % write_headline(args.out))
+        write_history(args.out)
+        return
     if args.render:
         rows = []
         for name in args.render:
             with open(name) as handle:
                 rows.extend(json.load(handle))
-        write(rows, args, sorted(set(str(r.get('date', '')) for r in rows) - {''}))
+        write(rows, args.out, args.repeat, args.label or 'render')
         return
     sizes = [int(n) for n in args.nodes.replace(',', ' ').split()]
     transports = args.transports.replace(',', ' ').split()
@@ -498,23 +709,36 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
     for row in rows:
         row['date'] = now
-    write(rows, args, [now])
+    write(rows, args.out, args.repeat, args.label)
 
 
-def write(rows, args, dates):
-    """results.json and results.md in args.out from ``rows`` (by fleet size)."""
+def write(rows, out_dir, repeat, label):
+    """``rows`` (by fleet size, with their ratios) as a new dated series in OUT_DIR, then the
+    headline (the newest series: this one unless its rows are older) and the history index.
+    Returns the series' name (no extension)."""
     rows.sort(key=lambda row: row['nodes'])
     ratios(rows)
-    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
     meta = versions()
-    meta.update(date=', '.join(dates), repeat=args.repeat)
-    with open(os.path.join(args.out, 'results.json'), 'w') as handle:
+    meta.update(date=', '.join(sorted(set(str(r.get('date', '')) for r in rows) - {''})),
+                repeat=repeat)
+    base = name = series_name(rows, label)
+    number = 1
+    while os.path.exists(os.path.join(out_dir, name + '.json')):
+        number += 1
+        name = '%s-%d' % (base, number)
+    with open(os.path.join(out_dir, name + '.json'), 'w') as handle:
         json.dump(rows, handle, indent=1)
         handle.write('\n')
     text = markdown(rows, meta)
-    with open(os.path.join(args.out, 'results.md'), 'w') as handle:
+    with open(os.path.join(out_dir, name + '.md'), 'w') as handle:
         handle.write(text)
+    headline = write_headline(out_dir)
+    if os.path.exists(os.path.join(out_dir, HISTORY)):
+        write_history(out_dir)
     print(text)
+    log('wrote %s.json and .md; the headline (results.json, results.md) is %s' % (name, headline))
+    return name
 
 
 if __name__ == '__main__':

@@ -20,7 +20,9 @@ A figure quoted in prose carries the place it comes from, in a marker just befor
     the job runs at <!-- fact: benchmarks/demo-throughput.json#after.login.images_per_s -->11.2 images/s
     <!-- fact: count:bad-inputs -->68 bad inputs
 
-`FILE.json#a.b.c` is a value of a JSON file under benchmarks/ (list items by index);
+`FILE.json#a.b.c` is a value of a JSON file under benchmarks/ (list items by index, or
+`[key=value,key=value]`: the one item with those values, as in
+`benchmarks/results.json#[approach=gpufleet,phase=rerun].vs_ping`; none or several is an error);
 `count:NAME` one of COUNTS, counted from the code. A marker in `inline code` is not one. The figure after the marker must be the
 value, shown to as many decimals as it is written with. `python3 scripts/docs_check.py facts`
 lists them and fails on a stale one; `--write` rewrites the figures from their sources.
@@ -224,6 +226,18 @@ COUNTS = {
 }
 
 
+def select(items, part, key):
+    """The one item of ITEMS whose fields have the values PART ('[key=value,...]') names."""
+    wanted = [pair.partition('=') for pair in part[1:-1].split(',')]
+    if any(not name or not sep for name, sep, _value in wanted):
+        raise KeyError('%s: %s is not [key=value,...]' % (key, part))
+    found = [item for item in items if isinstance(item, dict) and all(
+        name in item and str(item[name]) == value for name, _sep, value in wanted)]
+    if len(found) != 1:
+        raise KeyError('%s: %d items match %s, not one' % (key, len(found), part))
+    return found[0]
+
+
 def resolve(key, root=ROOT):
     """The value a fact marker names."""
     if key.startswith('count:'):
@@ -237,7 +251,10 @@ def resolve(key, root=ROOT):
     with open(os.path.join(root, path)) as handle:
         value = json.load(handle)
     for part in pointer.split('.'):
-        value = value[int(part)] if isinstance(value, list) else value[part]
+        if isinstance(value, list) and part.startswith('[') and part.endswith(']'):
+            value = select(value, part, key)
+        else:
+            value = value[int(part)] if isinstance(value, list) else value[part]
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise KeyError('%s is %r, not a number' % (key, value))
     return value

@@ -1,6 +1,7 @@
 """Docs that cannot drift (scripts/docs_check.py): every runnable shell block of README.md and
 docs/ names one runner that runs it, the cheap ones run here (one in a fresh clone), and every
 figure quoted with a fact marker is its source's (a benchmarks/ file or a count of the code)."""
+import json
 import os
 import re
 import shutil
@@ -102,6 +103,30 @@ def test_a_stale_figure_is_found_and_rewritten(tmp_path):
     docs_check.facts(str(tmp_path), write=True)
     assert (tmp_path / 'README.md').read_text() == text.replace('-->9.8', '-->11.2')
     assert docs_check.facts(str(tmp_path))[1] == []
+
+
+def test_a_list_item_is_chosen_by_its_values_and_must_be_one(tmp_path):
+    """`[key=value,...]` picks the one row with those values (the headline's rows move when a
+    run has another shape); none or several is a problem, not a guess."""
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'benchmarks').mkdir()
+    rows = [{'nodes': 4, 'approach': 'ping', 'phase': 'rerun', 'vs_ping': 1.0},
+            {'nodes': 4, 'approach': 'gpufleet', 'phase': 'rerun', 'vs_ping': 1.97},
+            {'nodes': 32, 'approach': 'gpufleet', 'phase': 'audit', 'vs_ping': 2.18},
+            {'nodes': 4, 'approach': 'gpufleet', 'phase': 'audit', 'vs_ping': 2.86}]
+    (tmp_path / 'benchmarks' / 'r.json').write_text(json.dumps(rows))
+    (tmp_path / 'README.md').write_text(
+        '<!-- fact: benchmarks/r.json#[approach=gpufleet,phase=rerun].vs_ping -->1.97x at '
+        'N=<!-- fact: benchmarks/r.json#[approach=gpufleet,phase=rerun].nodes -->4 and '
+        '<!-- fact: benchmarks/r.json#[nodes=32,phase=audit].vs_ping -->2.18x\n'
+        '<!-- fact: benchmarks/r.json#[phase=audit].vs_ping -->2.86x '
+        '<!-- fact: benchmarks/r.json#[phase=converge].vs_ping -->1.00x '
+        '<!-- fact: benchmarks/r.json#[phase].vs_ping -->1.00x\n')
+    found, problems = docs_check.facts(str(tmp_path))
+    assert [f[3] for f in found] == ['1.97', '4', '2.18']
+    assert [p.split('.vs_ping: ', 1)[-1] for p in problems] == [
+        "2 items match [phase=audit], not one'", "0 items match [phase=converge], not one'",
+        "[phase] is not [key=value,...]'"], problems
 
 
 def test_a_fact_of_no_source_is_refused(tmp_path):
