@@ -175,7 +175,7 @@ def median(values):
 
 def profile_phase(nodes, name, command, runs, rate, work):
     bench.log('N=%d %s: %d plain runs' % (nodes, name, runs))
-    plain = [one_run(nodes, command) for _ in range(runs)]
+    plain = [one_run(nodes, command) for _run in range(runs)]
     for wall, own, node, _tasks, hosts in plain:
         changed = sum(h['changed'] for h in hosts.values())
         if name == 'rerun' and changed:
