@@ -8,8 +8,15 @@ packages none): the scenario runs the playbook with the collection's CRI client
 import os
 import subprocess
 
+import pytest
+from ansible import template as templating
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+
+if not hasattr(templating, 'trust_as_template'):
+    # the unit tests' Python 3.8 lane has an older ansible-core: this renders the playbook as
+    # the controller does (ansible-core 2.19 and later, Python 3.11+)
+    pytest.skip('ansible-core before 2.19 has no trust_as_template', allow_module_level=True)
+Templar, trust_as_template = templating.Templar, templating.trust_as_template
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'classify_failure.yml')
