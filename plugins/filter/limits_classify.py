@@ -61,7 +61,7 @@ def limits_classify(text, context='unknown', audit=None, evidence=None):
         raise AnsibleFilterError('limits_classify: evidence.ceilings: unknown ceiling(s) %s; '
                                  'known: %s' % (', '.join(wrong), ', '.join(cl.CEILINGS)))
     if evidence.get('exit_status') not in (None, ''):
-        evidence['exit_status'] = exit_status(evidence['exit_status'])
+        evidence['exit_status'] = slurm_node.exit_status(evidence['exit_status'])
     if isinstance(audit, list):
         found = audit
     else:
@@ -91,22 +91,11 @@ def classify_slurm_job(scontrol, sacct=''):
     fields = classify_slurm_fields(scontrol)
     first = (str(sacct or '').strip().splitlines() or [''])[0].split('|')
     acct = dict(zip(SACCT_COLUMNS, [p.strip() for p in first])) if len(first) == 3 else {}
+    status, state = slurm_node.job_end(fields)
     return {'user': acct.get('user') or re.sub(r'\(\d+\)$', '', fields.get('UserId', '')),
-            'job_state': acct.get('job_state') or fields.get('JobState', ''),
-            'exit_status': acct.get('exit_status') or fields.get('ExitCode', ''),
+            'job_state': acct.get('job_state') or state,
+            'exit_status': acct.get('exit_status') or (status if status is not None else ''),
             'output': fields.get('StdErr') or fields.get('StdOut') or ''}
-
-
-def exit_status(value):
-    """An exit status as a shell reports it: sacct's ``EXIT:SIGNAL`` (``0:9``: killed by
-    SIGKILL) as 128 + the signal, a number as is, else None."""
-    text = str(value or '').strip()
-    if ':' in text:
-        code, signal = text.split(':', 1)
-        if signal.isdigit() and int(signal):
-            return 128 + int(signal)
-        text = code
-    return int(text) if text.isdigit() else None
 
 
 def classify_node_evidence(text, context='unknown'):

@@ -260,27 +260,11 @@ def job_record(host, job):
     return slurm_node.show_job(out) if rc == 0 else {}
 
 
-def job_end(record):
-    """(exit status, state) of a job's record (:func:`job_record`: ExitCode=CODE:SIGNAL, a
-    signal as 128 + it; JobState, or its Reason while the epilog runs and the job is
-    COMPLETING); (None, '') for none."""
-    code = re.match(r'(\d+):(\d+)$', record.get('ExitCode', ''))
-    status = None
-    if code:
-        status = 128 + int(code.group(2)) if int(code.group(2)) else int(code.group(1))
-    state = record.get('JobState', '')
-    if state == 'COMPLETING' and record.get('Reason') not in (None, '', 'None'):
-        # the epilog runs while the job completes: its Reason says how it ended
-        # (NonZeroExitCode, OutOfMemory)
-        state = record['Reason']
-    return status, state
-
-
 def epilog(args, child_command, environ, host):
     """The epilog mode (see the module docstring): one line on stdout, always exit 0."""
     job = environ.get('SLURM_JOB_ID') or ''
     record = job_record(host, job) if job else {}
-    status, state = job_end(record)
+    status, state = slurm_node.job_end(record)
     if status == 0:
         sys.stdout.write('OK: job %s ended with exit status 0\n' % job)
         return 0

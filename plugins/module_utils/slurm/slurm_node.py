@@ -334,3 +334,25 @@ def show_job(text):
                              str(text or '').strip()):
         found.setdefault(match.group(1), match.group(2))
     return found
+
+
+def exit_status(value):
+    """An exit status as a shell reports it, from Slurm's ``CODE:SIGNAL`` (scontrol's and
+    sacct's ExitCode; ``0:9``: killed by SIGKILL, 137) or a number; None for neither."""
+    text = str(value if value is not None else '').strip()
+    if ':' in text:
+        code, signal = text.split(':', 1)
+        if signal.isdigit() and int(signal):
+            return 128 + int(signal)
+        text = code
+    return int(text) if text.isdigit() else None
+
+
+def job_end(record):
+    """(exit status, state) of a job's :func:`show_job` record: its ExitCode as
+    :func:`exit_status`, its JobState, or its Reason while the job is COMPLETING (the Epilog
+    runs then: NonZeroExitCode, OutOfMemory); (None, '') for none."""
+    state = record.get('JobState', '')
+    if state == 'COMPLETING' and record.get('Reason') not in (None, '', 'None'):
+        state = record['Reason']
+    return exit_status(record.get('ExitCode')), state

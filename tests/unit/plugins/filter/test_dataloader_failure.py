@@ -212,3 +212,13 @@ def test_a_failed_run_carries_the_answer_of_why_it_died():
     # the run's context is its label: a service's thread error without values is pids.max's
     record = parsed(error="RuntimeError: can't start new thread", label='service')
     assert record['answer']['ceiling'] == 'pids.max'
+
+
+def test_a_failure_that_is_not_a_limit_says_so_on_its_problem_line():
+    """docs/dataloader-check.md: a run that died of CUDA in a forked worker ends its problem
+    line with '; not a limit (cuda-fork)', not with a ceiling."""
+    error = 'RuntimeError: Cannot re-initialize CUDA in forked subprocess.'
+    record = parsed(error=error, traceback=error, peak_fds=30)
+    assert (record['answer']['verdict'], record['answer']['why']) == ('not_a_limit', 'cuda-fork')
+    report = dc.dataloader_check_report({'login': record}, None, 'gpu-01', False)
+    assert report['problems'][0].endswith('; not a limit (cuda-fork))'), report['problems']

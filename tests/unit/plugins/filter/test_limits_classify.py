@@ -87,8 +87,8 @@ def test_the_playbook_s_readings_of_slurm_and_the_node():
     assert fields['JobState'] == 'OUT_OF_MEMORY'
     assert fields['Command'] == '/home/trainer/run it.sh'
     assert fields['StdErr'] == '/home/trainer/train 12.err'
-    assert (lc.exit_status('0:9'), lc.exit_status('1:0'), lc.exit_status('137'),
-            lc.exit_status('')) == (137, 1, 137, None)
+    assert [lc.slurm_node.exit_status(v) for v in ('0:9', '1:0', '137', 137, '')] == [
+        137, 1, 137, 137, None]
     node = ('shm_size 2048 4096\nremove_ipc true\nlinger no\nremove_ipc_at\n--- kernel log\n'
             'Memory cgroup out of memory: Killed process 4242 (python)\n')
     assert lc.classify_node_evidence(node, 'login') == {
@@ -128,7 +128,10 @@ def test_a_slurm_job_without_accounting_is_read_from_scontrol():
              'AllocNode:Sid=node:2888 TRES=cpu=1,mem=1M,node=1,billing=1 Command=(null) '
              'WorkDir=/tmp StdErr=/tmp/w-5.err StdIn=/dev/null StdOut=/tmp/w-5.out Power= ')
     assert lc.classify_slurm_job(shown, '') == dict(
-        user='trainer', job_state='FAILED', exit_status='1:0', output='/tmp/w-5.err')
+        user='trainer', job_state='FAILED', exit_status=1, output='/tmp/w-5.err')
+    # the state the epilog sees (slurm_node.job_end, one rule): a COMPLETING job's Reason
+    assert lc.classify_slurm_job(shown.replace('JobState=FAILED', 'JobState=COMPLETING'))[
+        'job_state'] == 'NonZeroExitCode'
     # sacct's where it answered (accounting keeps the job after slurmctld forgot it)
     assert lc.classify_slurm_job('', 'OUT_OF_MEMORY|0:125|alice\n') == dict(
         user='alice', job_state='OUT_OF_MEMORY', exit_status='0:125', output='')
