@@ -279,8 +279,8 @@ class JobScontrol(object):
 def test_job_end_reads_exit_code_signal_and_state():
     shown = 'JobId=12 JobName=train JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 StdErr=/x'
     assert sh.slurm_node.job_end(sh.job_record(JobScontrol(shown), '12')) == (1, 'FAILED')
-    assert sh.slurm_node.job_end(sh.job_record(JobScontrol('JobId=12 JobState=CANCELLED ExitCode=0:9'),
-                                    '12')) == (137, 'CANCELLED')
+    cancelled = sh.job_record(JobScontrol('JobId=12 JobState=CANCELLED ExitCode=0:9'), '12')
+    assert sh.slurm_node.job_end(cancelled) == (137, 'CANCELLED')
     assert sh.job_record(JobScontrol(None), '12') == {}
     assert sh.slurm_node.job_end({}) == (None, '')
     # while the epilog runs the job is COMPLETING: its Reason says how it ended, and an
