@@ -14,7 +14,10 @@ where Ansible needs it as static YAML:
 - the limits role's variables that pass such an option through (an option's ``role``), between
   the markers of roles/limits/meta/argument_specs.yml, and the defaults of those of the
   contexts' probes (their images, ``limits_verify_probe_options``) between the markers of
-  roles/limits/defaults/main.yml.
+  roles/limits/defaults/main.yml;
+- the names of the contexts' probe options in the probe_options lookup (plugins/lookup/
+  probe_options.py), between its markers: that lookup runs in a worker per host and task on
+  the controller, which would otherwise import (and compile) the whole registry each time.
 
 Usage: python3 scripts/gen_option_docs.py (or `make docs-gen`) rewrites the files; --check writes
 nothing and exits 1 naming each file that differs. tests/unit/scripts/test_gen_option_docs.py
@@ -40,6 +43,7 @@ END = '# END GENERATED %s'
 MODULES = ('limits_profile', 'effective_limits', 'limits_audit', 'limits_restart')
 ROLE_SPEC = os.path.join('roles', 'limits', 'meta', 'argument_specs.yml')
 ROLE_DEFAULTS = os.path.join('roles', 'limits', 'defaults', 'main.yml')
+PROBE_LOOKUP = os.path.join('plugins', 'lookup', 'probe_options.py')
 FRAGMENT = os.path.join('plugins', 'doc_fragments', 'options.py')
 WIDTH = 100
 
@@ -186,6 +190,11 @@ def defaults_block(options):
                    for option in options)
 
 
+def names_block(options):
+    """The probe options' names as a Python tuple (the probe_options lookup's NAMES)."""
+    return 'NAMES = (\n%s)\n' % ''.join("    '%s',\n" % option.name for option in options)
+
+
 def replace_block(text, block, indent, where, what='options'):
     """``text`` with what stands between the ``what`` markers (at ``indent``) replaced by
     ``block``."""
@@ -221,6 +230,10 @@ def expected():
         text = handle.read()
     files[ROLE_DEFAULTS] = (text, replace_block(text, defaults_block(probe_role_options()), 0,
                                                 ROLE_DEFAULTS, 'probe variables'))
+    with open(os.path.join(ROOT, PROBE_LOOKUP)) as handle:
+        text = handle.read()
+    files[PROBE_LOOKUP] = (text, replace_block(text, names_block(package('module_utils.contexts').PROBE_OPTIONS), 0,
+                                               PROBE_LOOKUP, 'probe option names'))
     return files
 
 

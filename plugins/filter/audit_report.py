@@ -16,7 +16,10 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import ci_reports
+from ansible_collections.gpufleet.tuning.plugins.plugin_utils.lazy import module
+
+# imported when a filter uses it (plugin_utils/lazy.py)
+ci_reports = module('module_utils.reports.ci_reports')
 
 #: the collection's root (galaxy.yml in a checkout, MANIFEST.json when installed)
 COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))

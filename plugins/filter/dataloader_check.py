@@ -15,8 +15,11 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
+from ansible_collections.gpufleet.tuning.plugins.plugin_utils.lazy import module
+
+# imported when a filter uses them (plugin_utils/lazy.py)
+registry = module('module_utils.contexts')
+cl = module('module_utils.model.classify')
 
 _RESULT_DEFAULTS = {
     'ok': False, 'error': '', 'fd_exhausted': False, 'samples_per_s': 0.0, 'peak_fds': 0,
@@ -119,9 +122,11 @@ def classify_failure(record):
                 text_kind='')
 
 
-#: a run's label -> the record of the context it ran in (the answer's classify.Where)
-CONTEXT_OF = dict([(registry.PAM.probe, registry.PAM), (registry.SYSTEM.probe, registry.SYSTEM),
-                   ('container', registry.DOCKER), ('pod', registry.CRI)])
+def context_of(label):
+    """The record of the context a run's label says it ran in (the answer's classify.Where),
+    or None."""
+    return dict([(registry.PAM.probe, registry.PAM), (registry.SYSTEM.probe, registry.SYSTEM),
+                 ('container', registry.DOCKER), ('pod', registry.CRI)]).get(label)
 
 
 def answer_of(record):
@@ -148,7 +153,7 @@ def answer_of(record):
     evidence = dict(peaks=dict((k, v) for k, v in peaks.items() if v is not None),
                     ceilings=given, shm_size=_number(record.get('shm_size_bytes')),
                     shm_peak=used, exit_status=record.get('rc'))
-    record_of = CONTEXT_OF.get(str(record.get('label') or ''))
+    record_of = context_of(str(record.get('label') or ''))
     if record_of is registry.DOCKER and record.get('engine'):
         record_of = registry.probed(record['engine'])
     where = record_of.job_context() if record_of else registry.job_context(None, text)

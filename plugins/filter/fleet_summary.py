@@ -8,7 +8,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import fleet_summary as fs
+from ansible_collections.gpufleet.tuning.plugins.plugin_utils.lazy import module
+
+# imported when a filter uses it (plugin_utils/lazy.py)
+fs = module('module_utils.reports.fleet_summary')
 
 
 def fleet_summary(hosts, limit=12):

@@ -8,11 +8,25 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.filter.dataloader_check import (
-    classified, last_line, measured_peaks)
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model import job_demand as jd
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as lm
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
+from ansible_collections.gpufleet.tuning.plugins.plugin_utils.lazy import module
+
+# imported when a filter uses them (plugin_utils/lazy.py)
+jd = module('module_utils.model.job_demand')
+lm = module('module_utils.model.limits_model')
+pids_model = module('module_utils.model.pids')
+
+
+
+def _dataloader_check():
+    """The DataLoader check's filter file, imported where a run's record is read (job_report,
+    job_fit, the guidance), not where a role only sizes a profile (job_profile, job_shm_size,
+    job_sysctl): Ansible forks a worker per host and task, and each worker imports the filter
+    files its templates name again, compiled from source (that file pulls in the contexts
+    registry and the failure classifier: about 0.1 s of controller CPU per host and task,
+    benchmarks/profile.md)."""
+    from ansible_collections.gpufleet.tuning.plugins.filter import dataloader_check
+    return dataloader_check
+
 
 # What the job's demand predicts for each limit a run can run out of, as words.
 _PREDICTED = {
@@ -38,11 +52,12 @@ def job_shape(job, field='dataloader_job'):
 def _failed_on(record, need):
     """{item, how, cause, measured, peak, limit, predicted, predicted_fits} of a failed run
     that ran out of a limit (from its measured peaks first, else its error text), or None."""
-    record = classified(dict(record))
+    check = _dataloader_check()
+    record = check.classified(dict(record))
     kind = record.get('exhausted')
     if record.get('ok') or not kind:
         return None
-    peak = measured_peaks(record).get(kind)
+    peak = check.measured_peaks(record).get(kind)
     wanted = {'nofile': need['nofile'], 'nproc': need['threads'],
               'shm': need['shm_bytes']}[kind]
     return dict(item=kind, how=record.get('exhausted_how') or 'text',
@@ -68,7 +83,7 @@ def _fit_line(name, record, entry, need, soft):
               % (soft, need['nofile'], headroom) if headroom else '')
     if not record.get('ok'):
         return '%s does NOT fit: the run failed, not on a limit (%s)%s' % (
-            name, last_line(record.get('error'), 100) or 'no error text', limits)
+            name, _dataloader_check().last_line(record.get('error'), 100) or 'no error text', limits)
     return '%s %s%s' % (name, 'fits' if entry['fits'] else 'does NOT fit', limits)
 
 

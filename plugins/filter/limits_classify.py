@@ -12,10 +12,13 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify as cl
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings as fd
-from ansible_collections.gpufleet.tuning.plugins.module_utils.slurm import slurm_node
+from ansible_collections.gpufleet.tuning.plugins.plugin_utils.lazy import module
+
+# imported when a filter uses them (plugin_utils/lazy.py)
+registry = module('module_utils.contexts')
+cl = module('module_utils.model.classify')
+fd = module('module_utils.reports.findings')
+slurm_node = module('module_utils.slurm.slurm_node')
 
 
 def _mapping(value, name):

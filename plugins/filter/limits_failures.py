@@ -12,7 +12,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import outcome
+from ansible_collections.gpufleet.tuning.plugins.plugin_utils.lazy import module
+
+# imported when a filter uses it (plugin_utils/lazy.py)
+outcome = module('module_utils.reports.outcome')
 
 
 def limits_failure_table(gaps, profile_result, pending=None):

@@ -47,20 +47,35 @@ _raw:
 
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as registry
+#: The registry's probe options (module_utils/contexts PROBE_OPTIONS), by name. Written by
+#: scripts/gen_option_docs.py (`make docs-gen`; a unit test fails when it is stale) rather than
+#: read from the registry here: Ansible runs this lookup in a worker forked per host and task,
+#: and each worker would import the whole registry again, compiled from source (about 0.08 s
+#: of controller CPU per host and task, benchmarks/profile.md).
+# BEGIN GENERATED probe option names by make docs-gen from module_utils/core/options.py and contexts/: do not edit
+NAMES = (
+    'docker_image',
+    'pod_image',
+    'pod_handler',
+    'cri_client',
+    'podman_image',
+    'enroot_image',
+    'slurm_submit_limits',
+)
+# END GENERATED probe option names
 
 
 def collect(prefixes, variables, render):
-    """{option name: value} of every probe option of the registry (read now) whose first
-    defined ``PREFIX + name`` variable, rendered with ``render``, is not empty."""
+    """{option name: value} of every probe option of the registry (NAMES) whose first defined
+    ``PREFIX + name`` variable, rendered with ``render``, is not empty."""
     found = {}
-    for option in registry.PROBE_OPTIONS:
+    for option in NAMES:
         for prefix in prefixes:
-            name = prefix + option.name
+            name = prefix + option
             if name in variables:
                 value = render(variables[name])
                 if value not in (None, '') and value != [] and value != {}:
-                    found[option.name] = value
+                    found[option] = value
                 break
     return found
 

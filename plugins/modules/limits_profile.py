@@ -477,7 +477,6 @@ from ansible_collections.gpufleet.tuning.plugins.module_utils import contexts as
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import options as opts
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan as pp
 from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_run as run
-from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_undo as undo
 from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import (
     systemd_paths as sdpaths)
 
@@ -510,7 +509,8 @@ def main():
     result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={},
                   probes=[])
     if params['state'] == 'absent':
-        undo.absent(module, params, result)
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_undo
+        profile_undo.absent(module, params, result)  # imported here: other runs compile less
     run.check_baseline_user(module, params, result)
     try:
         contexts, planned = pp.plan_profile(params, module)

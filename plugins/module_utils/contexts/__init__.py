@@ -15,7 +15,6 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import containerd_cri
 from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import crio
@@ -185,7 +184,10 @@ CRI = containerd_cri.CONTEXT
 def job_context(probe=None, text=''):
     """Where a job ran, as the failure classifier reads it (classify.Where): the record probed
     as ``probe``; for None or 'unknown', the record whose ``shown_by`` a line of ``text``
-    matches, else classify.NOWHERE. KeyError for a name no record probes."""
+    matches, else classify.NOWHERE. KeyError for a name no record probes. The classifier is
+    imported here, not with the registry: the modules that write and audit the limits load the
+    registry on every run and never classify."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
     if probe not in (None, '', classify.UNKNOWN):
         return probed(probe).job_context()
     for context in REGISTRY:

@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
 
 
 class NotCovered(Exception):
@@ -152,6 +151,7 @@ class Context(object):
 
     def job_context(self):
         """Where a job ran here, as the failure classifier reads it (classify.Where)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import classify
         return classify.Where(self.probe, self.own_ipc, self.task_limit)
 
     # --- configured: detection and planning (limits_profile) ---------------------------

@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.core import changes
-from ansible_collections.gpufleet.tuning.plugins.module_utils.undo.undo_files import NOT_UNDONE
+from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
 
 
 # --- the module's state=absent -------------------------------------------------------------
@@ -50,7 +50,7 @@ def undone(planned):
     and each one left as it is (``not_undone``)."""
     return [dict(found.result['undo'], context=label, path=found.path)
             for label, found in planned
-            if found.changed or found.result['undo']['action'] == NOT_UNDONE]
+            if found.changed or found.result['undo']['action'] == undo_files.NOT_UNDONE]
 
 
 def absent(module, params, result):
@@ -88,7 +88,6 @@ def absent(module, params, result):
     if params['restart']:
         run.restart(module, dict(params, verify=None), result, None, written)
     # after the restarts (a failed one exits above, with the files put back from the backups)
-    from ansible_collections.gpufleet.tuning.plugins.module_utils.undo import undo_files
     if not module.check_mode:
         result['backups'] = undo_files.tidy_backups(written)
     module.exit_json(**result)

@@ -6,8 +6,8 @@ including one registered here (a probe-only context with an image option of its 
 container runtime's record is), goes through each module's real request path with its options
 passed as the one mapping ``probe_options``: limits_audit's audit(), effective_limits' probe
 request, limits_restart's (and limits_profile's) ``verify``, the drift watch's audit arguments
-and the roles' and the audit playbook's probe_options lookup. Nothing outside the record names
-its option; before the mapping, the audit passed the images by name and a new image option
+and the roles' and the audit playbook's probe_options lookup (the names `make docs-gen` writes
+into it from the registry). Nothing outside the record names its option; before the mapping, the audit passed the images by name and a new image option
 was a KeyError in the probe request."""
 from __future__ import absolute_import, division, print_function
 
@@ -247,11 +247,22 @@ def test_the_watch_passes_the_mapping_to_the_audit(quiet_node, tmp_path):
     assert started() == [['synthetic-image:1', 'cat', '/proc/self/limits']]
 
 
-def test_the_roles_and_the_playbook_read_every_record_s_variable(registered):
+def test_the_lookup_names_every_probe_option_of_the_registry():
+    # the probe_options lookup reads the names `make docs-gen` writes into it (it runs in a
+    # worker per host and task, which would import the whole registry again):
+    # test_gen_option_docs fails when they are stale, and so does this
+    from ansible_collections.gpufleet.tuning.plugins.lookup import probe_options
+    assert probe_options.NAMES == tuple(option.name for option in registry.PROBE_OPTIONS)
+
+
+def test_the_roles_and_the_playbook_read_every_record_s_variable(registered, monkeypatch):
     # the probe_options lookup (roles/limits vars, roles/limits_watch defaults,
     # playbooks/audit_limits.yml): PREFIX + option name, the first prefix defined wins, an
-    # empty value skips that probe
+    # empty value skips that probe; a registered record's option once `make docs-gen` wrote
+    # the names
     from ansible_collections.gpufleet.tuning.plugins.lookup import probe_options
+    monkeypatch.setattr(probe_options, 'NAMES', tuple(
+        option.name for option in registry.PROBE_OPTIONS))
     variables = dict(limits_verify_synthetic_image='synthetic-image:1',
                      limits_verify_docker_image='docker-image:1', limits_watch_docker_image='',
                      limits_verify_podman_image='{{ "podman-image:" ~ 1 }}',
