@@ -57,6 +57,14 @@ class Request(object):
             self._read[key] = function()
         return self._read[key]
 
+    def run(self, host, args, **kwargs):
+        """``host.run_command(args, **kwargs)`` run once for this call: for the read-only
+        commands several plans ask the same (the running system manager's ``systemctl show``,
+        read by the systemd context's live check and by every context that keeps its
+        defaults)."""
+        env = tuple(sorted((kwargs.get('environ_update') or {}).items()))
+        return self.read(('run', tuple(args), env), lambda: host.run_command(args, **kwargs))
+
     def limits_for(self, label, current, ceiling=None):
         """{item: Limit} to write for ``label``: the profile, with every higher value the
         context has now (``current``: {item: (Limit, source)}) kept on the sides the profile

@@ -26,7 +26,8 @@ def plan_manager(record, scope, request, host, ceiling):
         limits = record.limits(context, request, host, ceiling)
         return systemd_plan.plan_change(systemd_plan.SystemdRequest(
             limits, scope=scope, dropin=request.dropin, on_conflict=request.on_conflict,
-            force=request.force, field='profile', prune=True), host.run_command, ceiling)
+            force=request.force, field='profile', prune=True),
+            lambda args, **kwargs: request.run(host, args, **kwargs), ceiling)
     return [(context, plan)]
 
 
@@ -46,17 +47,17 @@ def manager_now(request, host, names):
     One ``systemctl show`` a call at most (Request.read), whoever asks first."""
     if not names:
         return {}
-    limits, source = request.read('manager_now', lambda: _manager_defaults(host))
+    limits, source = request.read('manager_now', lambda: _manager_defaults(request, host))
     return dict((name, (limits[name], source)) for name in names if name in (limits or {}))
 
 
-def _manager_defaults(host):
+def _manager_defaults(request, host):
     from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
     from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
     if not sdlive.systemd_running():
         return host_limits.proc_limits('1'), 'PID 1 (/proc/1/limits)'
     limits, _error = sdlive.manager_live(
-        lambda args: host.run_command(args, environ_update=commands.live_env()))
+        lambda args: request.run(host, args, environ_update=commands.live_env()))
     return limits, "the running system manager's default (systemctl show)"
 
 

@@ -174,3 +174,22 @@ def test_the_documented_choices_are_the_registrys():
         registry.CONFIGURED
     assert documented_choices('plugins/modules/effective_limits.py', 'contexts') == \
         registry.PROBED
+
+
+def test_a_read_only_command_several_plans_ask_runs_once_per_call():
+    # the running system manager's `systemctl show`: the systemd context's live check and
+    # every context that keeps the manager's defaults read it; one run per limits_profile call
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+    runs = []
+
+    class Host(object):
+        def run_command(self, args, environ_update=None):
+            runs.append((list(args), environ_update))
+            return 0, 'out %d' % len(runs), ''
+    request, host = Request({}, {}, []), Host()
+    show = ['systemctl', 'show', '--property=DefaultLimitNOFILE']
+    first = request.run(host, show, environ_update={'LANG': 'C'})
+    assert request.run(host, show, environ_update={'LANG': 'C'}) == first == (0, 'out 1', '')
+    assert request.run(host, show) == (0, 'out 2', '')
+    assert request.run(host, show + ['user@1001.service'], environ_update={'LANG': 'C'})[1] == 'out 3'
+    assert len(runs) == 3

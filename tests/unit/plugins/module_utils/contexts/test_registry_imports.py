@@ -17,7 +17,11 @@ import sys
 import conftest
 
 UTILS = 'ansible_collections.gpufleet.tuning.plugins.module_utils.'
-LAZY = ['runtimes.crio_conf', 'runtimes.containers_conf', 'slurm.slurm_conf', 'run.effective']
+LAZY = ['runtimes.crio_conf', 'runtimes.containers_conf', 'slurm.slurm_conf', 'run.effective',
+        # the failure classifier (contexts.job_context imports it) and the undo's code
+        # (state=absent): issue 42, less to compile on the node per run
+        'model.classify', 'model.failure_text', 'run.profile_undo', 'undo.undo_files']
+PLUGINS = 'ansible_collections.gpufleet.tuning.plugins.'
 
 
 def loaded_after(statement):
@@ -40,3 +44,25 @@ def test_planning_a_context_imports_its_parser():
         'from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import slurm\n'
         'slurm.leak_text(["nofile"], None)')
     assert UTILS + 'slurm.slurm_conf' in loaded
+
+
+def test_loading_the_filter_and_lookup_files_imports_no_module_utils():
+    # Ansible loads every filter file of the collection in each worker it forks per host and
+    # task, to find one filter, and compiles each from source: a file imports what its filters
+    # use when they run (plugin_utils/lazy.py), and the probe_options lookup reads generated
+    # names, not the registry (issue 42: 62 modules per rerun worker before, 21 after)
+    import os
+    files = ['filter.' + name[:-3] for name in sorted(os.listdir(os.path.join(
+        conftest.COLLECTIONS, 'ansible_collections', 'gpufleet', 'tuning', 'plugins', 'filter')))
+        if name.endswith('.py')] + ['lookup.probe_options']
+    loaded = loaded_after('\n'.join('import %s%s' % (PLUGINS, name) for name in files))
+    assert len(files) > 8
+    assert sorted(name for name in loaded if name.startswith(UTILS)) == []
+
+
+def test_a_filter_imports_its_module_utils_when_it_runs():
+    loaded = loaded_after(
+        'from ansible_collections.gpufleet.tuning.plugins.filter import job_shape\n'
+        'job_shape.job_profile(dict(num_workers=2, batch_size=4, tensors_per_batch=2, bytes_per_batch="1MiB"), "job")')
+    assert UTILS + 'model.job_demand' in loaded
+    assert PLUGINS + 'filter.dataloader_check' not in loaded
