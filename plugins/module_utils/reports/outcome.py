@@ -11,16 +11,25 @@ shows and the failure message.
 ``contexts``, ``running_containers``); ``after``: the verification's probe result
 (effective_limits' or limits_restart's ``verified``: ``gaps``, ``errors``, ``regressions``,
 ``contexts``), or None where the run did not verify. Private to the collection; plain Python.
+
+The findings, the gap sources and the probe results' tables are imported where a verification
+is read (``_reports()``): the role templates the outcome of every run's profile call in a
+worker forked per host, and an unchanged node's call verified nothing (issue 42: those
+modules were most of what such a worker compiled).
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
-from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
-
 UNIT_PREFIX = 'unit:'
+
+
+def _reports():
+    """(findings, gap_sources, probe_results), imported on the first verification read."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import findings
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import gap_sources
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.reports import probe_results
+    return findings, gap_sources, probe_results
 
 
 def _unique(values):
@@ -74,6 +83,9 @@ def tune_findings(after, profile, waiting):
     short = dict(((g['context'], g['item']), g) for g in after.get('gaps') or [])
     pairs = [(context, item) for context in after.get('contexts') or {} for item in expected]
     pairs += [pair for pair in short if pair not in pairs]
+    if not pairs and not after.get('errors'):
+        return []
+    findings, gap_sources, probe_results = _reports()
     found = []
     for context, item in pairs:
         limits = ((after.get('contexts') or {}).get(context) or {}).get('limits') or {}
@@ -111,6 +123,7 @@ def outcome(profile, after=None, rollback='never', check_mode=False, restart_pol
     after = after or {}
     regressions = after.get('regressions') or []
     verdicts = tune_findings(after, profile, waiting)
+    findings = _reports()[0] if verdicts else None
     cell = dict(((f['context'], f['item']), findings.action('tune', f)) for f in verdicts
                 if f['item'] != findings.ALL)
 
@@ -128,7 +141,7 @@ def outcome(profile, after=None, rollback='never', check_mode=False, restart_pol
         busy=[e for e in errors if e.get('kind') == 'busy'],
         written=[f['path'] for f in profile.get('files') or [] if f.get('changed')],
         findings=verdicts)
-    failing = bool(findings.failing('tune', verdicts))
+    failing = bool(verdicts) and bool(findings.failing('tune', verdicts))
     found['changed'] = node_changed(profile)
     # an unchanged node whose probe (the profile call's own, after known gaps) finds a gap
     # outside what waits for a restart: the role fails it, with the report, instead of
@@ -220,6 +233,7 @@ def failure_table(gaps, profile, pending=()):
     limits_failure_table filter's too."""
     if not gaps:
         return ''
+    findings, gap_sources, probe_results = _reports()
     causes = {}
     for gap in gaps:
         said = gap_sources.evidence(gap['context'], gap['item'], profile or {})

@@ -66,3 +66,16 @@ def test_a_filter_imports_its_module_utils_when_it_runs():
         'job_shape.job_profile(dict(num_workers=2, batch_size=4, tensors_per_batch=2, bytes_per_batch="1MiB"), "job")')
     assert UTILS + 'model.job_demand' in loaded
     assert PLUGINS + 'filter.dataloader_check' not in loaded
+
+
+def test_the_outcome_of_an_unchanged_unverified_call_reads_no_verification_code():
+    # the limits role templates limits_outcome on every profile call's result, in a worker
+    # per host: an unchanged node's call verified nothing, so the findings, the gap sources
+    # and the probe tables stay out (issue 42)
+    loaded = loaded_after(
+        'from ansible_collections.gpufleet.tuning.plugins.filter import limits_failures\n'
+        'found = limits_failures.limits_outcome(dict(changed=False, contexts=["pam"]))\n'
+        'assert found["changed"] is False and found["failed_unchanged"] is False, found')
+    assert UTILS + 'reports.outcome' in loaded
+    assert [name for name in ('reports.findings', 'reports.gap_sources', 'reports.probe_results')
+            if UTILS + name in loaded] == []
