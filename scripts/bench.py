@@ -76,7 +76,14 @@ def log(message):
     sys.stderr.flush()
 
 
+#: container name -> its cgroup's CPU files (node_cpu_s), for the lab now up
+NODE_CGROUPS = {}
+
+
 def lab(action, nodes):
+    # a new lab's containers have new ids: forget the cgroups of the last one (a run of
+    # several sizes read none at the second size: the N=4 nodes' paths were cached by name)
+    NODE_CGROUPS.clear()
     env = dict(os.environ, LAB_PREFIX=PREFIX, LAB_NODES=str(nodes), LAB_DIR=LAB_DIR, LAB_SSH='1')
     proc = subprocess.run([os.path.join(ROOT, 'lab', 'lab.sh'), action], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -128,8 +135,6 @@ def ansible_env(nodes, counts_file, transport):
     return env
 
 
-_CGROUPS = {}
-
 
 def node_cpu_s(nodes):
     """CPU seconds used so far by the lab's node containers together (their cgroups: v1
@@ -137,14 +142,14 @@ def node_cpu_s(nodes):
     CPUs, so at large N a run can be bound by their CPU, not by latency (docs/fleet-scale.md)."""
     total = 0.0
     for name in ['%s-%d' % (PREFIX, i) for i in range(1, nodes + 1)]:
-        if name not in _CGROUPS:
+        if name not in NODE_CGROUPS:
             cid = subprocess.run(['docker', 'inspect', '-f', '{{.Id}}', name],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                  universal_newlines=True, check=False).stdout.strip()
-            _CGROUPS[name] = [
+            NODE_CGROUPS[name] = [
                 ('v1', '/sys/fs/cgroup/cpuacct/docker/%s/cpuacct.usage' % cid),
                 ('v2', '/sys/fs/cgroup/system.slice/docker-%s.scope/cpu.stat' % cid)]
-        for kind, path in _CGROUPS[name]:
+        for kind, path in NODE_CGROUPS[name]:
             try:
                 with open(path) as handle:
                     text = handle.read()

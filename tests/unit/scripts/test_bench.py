@@ -288,3 +288,15 @@ def test_the_controller_cpu_per_host_is_tabled_by_fleet_size():
     lines = bench.scaling(rows('2026-12-07 04:00', nodes=4) + rows('2026-12-07 04:00', nodes=32))
     assert '| ssh | gpufleet | rerun | 0.100 | 0.100 |' in lines
     assert bench.scaling(rows('2026-12-07 04:00', nodes=32)) == []
+
+
+def test_a_new_lab_forgets_the_cgroups_of_the_last_one(monkeypatch):
+    # a run of several fleet sizes starts a lab per size: its containers have new ids, so the
+    # node CPU of the second size was read from the first lab's (gone) cgroups, i.e. not at all
+    class Done(object):
+        returncode = 0
+        stdout = ''
+    monkeypatch.setattr(bench.subprocess, 'run', lambda *args, **kwargs: Done())
+    bench.NODE_CGROUPS['gpufleet-bench-1'] = [('v2', '/nonexistent/cpu.stat')]
+    bench.lab('up', 32)
+    assert bench.NODE_CGROUPS == {}
