@@ -9,8 +9,7 @@
 set -euo pipefail
 
 need=()
-for pair in dockerd:docker.io debootstrap:debootstrap iptables:iptables make:make git:git \
-            qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils; do
+for pair in dockerd:docker.io debootstrap:debootstrap iptables:iptables make:make git:git qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || need+=("${pair#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)

@@ -7,6 +7,7 @@
 #
 #   tests/vm/run-lane.sh                 (make test-vm; run as root)
 #   VM_DISTROS="debian12 debian11" VM_CGROUPS="v2 v1" VM_SMP=2 VM_MEM=1536 VM_ACCEL=auto|tcg|kvm
+#   VM_EXTRA_VARS=@FILE (one more -e for the tunes and checks)
 #
 # All VMs boot at once and each step is one ansible-playbook run over all of them (as a fleet):
 #  1. prepare.yml: a test service, dockerd's tiny image, and a site's /etc/sysctl.d/99-site.conf
@@ -116,6 +117,9 @@ recap() {
 }
 
 profile=(-e "@$here/profile.yml")
+# VM_EXTRA_VARS: one more -e for the tunes and the checks (tests/vm/known-user-pids.yml).
+extra=()
+[ -n "${VM_EXTRA_VARS:-}" ] && extra=(-e "$VM_EXTRA_VARS") && profile+=("${extra[@]}")
 step prepare ok "$here/prepare.yml"
 step tune-refused fail playbooks/tune_limits.yml "${profile[@]}"
 recap tune-refused failed 1
@@ -123,13 +127,14 @@ grep -q '/etc/sysctl.d/99-site.conf' "$logs/tune-refused.log" \
   || { vm_log "tune-refused: the refusal does not name /etc/sysctl.d/99-site.conf"; exit 1; }
 vm_log "tune-refused: refused, naming $(grep -o '/etc/sysctl.d/99-site.conf[^ "]*' "$logs/tune-refused.log" | sort -u | head -n1)"
 step site-fix ok "$here/site-fix.yml"
+grep -o 'FINDING: [^"]*' "$logs/site-fix.log" | sort -u | sed 's/^/vm-lane: site-fix: /' >&2 || true
 step tune ok playbooks/tune_limits.yml "${profile[@]}"
 if grep -qi 'reboot' "$logs/tune.log"; then
   vm_log "tune: its output mentions a reboot: $(grep -i -m1 'reboot' "$logs/tune.log")"
 else
   vm_log "tune: its output says nothing about a reboot (no reboot_required)"
 fi
-step verify ok "$here/verify.yml"
+step verify ok "$here/verify.yml" "${extra[@]}"
 grep -o '"msg": "reboot [0-9]* s"' "$logs/verify.log" | sed 's/^/vm-lane: verify: /' >&2 || true
 step tune-rerun ok playbooks/tune_limits.yml "${profile[@]}"
 recap tune-rerun changed 0
