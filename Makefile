@@ -18,7 +18,7 @@ export MOLECULE_IMAGE ?= gpufleet-node:$(MOLECULE_DISTRO)
 # Every scenario but reliability, which `make test-reliability` runs with its fleet test.
 SCENARIOS ?= $(filter-out reliability,$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))))
 
-.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability planted-causes test-generations test-debian13 suites demo-watch bench-watch bench-profile ee ee-test test-pull changelog graph docs-gen eda
+.PHONY: all setup venv collection images lint sanity vermin unit unit-py38 rules molecule test build clean demo demo-test lab-up lab-down bench bench-job bench-job-contexts wheelhouse torch-image test-reliability test-vm planted-causes test-generations test-debian13 suites demo-watch bench-watch bench-profile ee ee-test test-pull changelog graph docs-gen eda
 
 all: test
 
@@ -174,6 +174,16 @@ test-reliability: setup
 	molecule test -s reliability
 	tests/reliability/fleet_test.sh
 
+# The VM lane (docs/vm-lane.md, issue 43): the collection on real kernels in qemu VMs (KVM where
+# a test boot proves it works, else TCG), reached over SSH: tune, reboot, the audit after boot,
+# the kernel ceilings applied and predicted, cgroup v2 and v1. Base disk per distro built by
+# debootstrap and cached in build/vm/. Needs root, qemu-system-x86 and qemu-utils
+# (scripts/bootstrap-host.sh). `make test-vm VM_DISTROS="debian12 debian11" VM_CGROUPS=v1`.
+VM_DISTROS ?= debian12
+VM_CGROUPS ?= v2 v1
+test-vm: setup
+	VM_DISTROS="$(VM_DISTROS)" VM_CGROUPS="$(VM_CGROUPS)" tests/vm/run-lane.sh
+
 # The planted-causes generator of the reliability scenario alone, with more layouts
 # (docs/reliability.md): its own node (gpufleet-reliability-planted-causes), created, converged,
 # LAYOUTS layouts from SEED (default: from the clock; the run prints it), destroyed.
@@ -190,7 +200,8 @@ planted-causes: setup
 	  tests/test_planted_causes.py); rc=$$?; molecule destroy -s reliability; exit $$rc
 
 # Every node suite of CI in one run of LANES lanes: the scenarios on MOLECULE_DISTRO, the
-# reliability scenario and fleet test, the other generations, the demo check. Longest first
+# reliability scenario and fleet test, the other generations, the demo check, the VM lane
+# (vm-DISTRO: both cgroup layouts in one job, docs/vm-lane.md). Longest first
 # (the order below is by the wall times measured here; build/suites/timings.json once known).
 # NEWEST_LINE_SCENARIOS and the reliability suite's fleet test run with ansible-core NEWEST_LINE
 # (molecule@2.21:..., its venv's tools), the others with the pinned 2.19 of .venv: each scenario
@@ -203,7 +214,8 @@ SUITE_JOBS = $(foreach s,$(SCENARIOS) reliability,$(call line_of,$(s)):$(MOLECUL
   '$(if $(filter reliability,$(NEWEST_LINE_SCENARIOS)),cmd@$(NEWEST_LINE),cmd):fleet-test:tests/reliability/fleet_test.sh' \
   'cmd:demo-test:$(MAKE) demo-test' 'cmd:test-pull:$(MAKE) test-pull' \
   'cmd:sanity-2.20:$(MAKE) sanity-2.20' 'cmd:sanity-2.21:$(MAKE) sanity-2.21' \
-  'cmd:unit-2.21:$(MAKE) unit-2.21'
+  'cmd:unit-2.21:$(MAKE) unit-2.21' \
+  $(foreach d,$(VM_DISTROS),'cmd:vm-$(d):VM_DISTROS=$(d) VM_CGROUPS="$(VM_CGROUPS)" tests/vm/run-lane.sh')
 suites: setup eda venv-2.20 venv-2.21
 	$(MAKE) images IMAGES="$(MOLECULE_DISTRO) $(GENERATIONS)"
 	$(MAKE) torch-image

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Make a fresh Debian/Ubuntu machine ready for `make test` and `make demo`. What it changes on
 # the host (README.md, "Try it", says the same): the apt packages the tests need that are
-# missing (the Docker engine, iptables, debootstrap, make, git, python3-venv, a Java runtime),
+# missing (the Docker engine, iptables, debootstrap, make, git, python3-venv, a Java runtime,
+# qemu-system-x86 and qemu-utils for the VM lane),
 # promtool in /usr/local/bin, the inotify sysctls raised until the next boot (each change
 # printed with the old value), and dockerd started when none runs.
 # Run as root. Python tools are installed by `make` itself, into .venv.
 set -euo pipefail
 
 need=()
-for pair in dockerd:docker.io debootstrap:debootstrap iptables:iptables make:make git:git; do
+for pair in dockerd:docker.io debootstrap:debootstrap iptables:iptables make:make git:git qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || need+=("${pair#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
