@@ -36,8 +36,6 @@ description:
     O(restart_policy) allows, as M(gpufleet.tuning.limits_restart) does them) and, with
     O(verify), probes every context it wrote (M(gpufleet.tuning.effective_limits)) into
     RV(restarted). That makes a first converge of the limits role one module call per node.
-  - Made for fleets. One call per node on an unchanged node; the contexts are found from
-    files, without querying the service manager.
 author:
   - gpufleet.tuning contributors (@gpufleet)
 options:
@@ -154,6 +152,14 @@ options:
         the O(gpufleet.tuning.effective_limits#module:baseline) that detects the silent
         pam_limits fallback after the change. Nothing is probed when that file is unchanged.
     type: str
+  sysctl:
+    description: >-
+      The kernel ceilings (O(job_sysctl): a job's) the limits role then writes with
+      M(gpufleet.tuning.sysctl_ceilings), only checked here (with O(on_conflict)): a refusal
+      there, such as a site's later C(99-*.conf), fails before any file is written.
+    type: dict
+    default: {}
+  job_sysctl: {description: "A training job's kernel needs, checked as O(sysctl).", type: dict, default: {}}
   # BEGIN GENERATED options by make docs-gen from module_utils/core/options.py and contexts/: do not edit
   contexts:
     description:
@@ -297,11 +303,6 @@ EXAMPLES = r'''
     contexts: [pam, systemd_system]
     units: [slurmd.service]
 
-- name: Re-execute systemd when new services would not get the defaults
-  ansible.builtin.systemd_service:
-    daemon_reexec: true
-  when: limits.actions.reexec
-
 - name: Write, restart what the change owes (not busy units), and prove it in one call
   gpufleet.tuning.limits_profile:
     profile:
@@ -338,9 +339,7 @@ units:
   elements: str
   sample: [containerd.service]
 per_context:
-  description:
-    - Per context (C(unit:NAME) for units), the result the single-format module would return
-      (C(path), C(changed), C(conflicts), C(invalid), C(configured), C(default_ulimits), ...).
+  description: Per context (C(unit:NAME) for units), the single-format module's result (C(path), C(changed), C(conflicts), ...).
   returned: success
   type: dict
   sample: {pam: {path: /etc/security/limits.d/90-gpufleet-tuning.conf, changed: true}}
@@ -500,14 +499,15 @@ def main():
             baseline_user=dict(type='str'),
             restart=dict(type='bool', default=False),
             verify=dict(type='dict'),
+            sysctl=dict(type='dict', default={}),
+            job_sysctl=dict(type='dict', default={}),
             **opts.spec(OPTIONS)
         ),
         required_if=[('state', 'present', ['profile'])],
         supports_check_mode=True,
     )
     params = module.params
-    result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={},
-                  probes=[])
+    result = dict(changed=False, contexts=[], units=[], per_context={}, files=[], actions={}, probes=[])
     if params['state'] == 'absent':
         from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_undo
         profile_undo.absent(module, params, result)  # imported here: other runs compile less

@@ -16,7 +16,7 @@ __metaclass__ = type
 from collections import namedtuple
 
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.items import (
-    ITEMS, Limit, compare, exceeds)
+    ITEMS, RLIM_INFINITY, UNLIMITED, Limit, compare, exceeds)
 from ansible_collections.gpufleet.tuning.plugins.module_utils.model.values import format_human
 
 
@@ -69,6 +69,23 @@ def side_source(source, side):
     return source
 
 
+#: the unit limits.conf writes an item of this kind in (model/pam.to_limits_conf), in the
+#: kernel's units
+UNITS = {'size': 1024, 'time': 60}
+
+
+def whole(item, value):
+    """``value`` kept from the node, rounded up to a whole unit of what limits.conf takes
+    (KiB, minutes): a live value need not be one (Debian 11 gives a memlock of 1/8 of the
+    memory, 194146816 bytes on the VM lane's VM, issue 43), and a kept value is no input of
+    the user's to refuse; rounding up lowers nothing."""
+    unit = UNITS.get(item.kind)
+    if not unit or value == UNLIMITED or not isinstance(value, int) or value % unit == 0 \
+            or value >= RLIM_INFINITY - unit:
+        return value
+    return value + unit - value % unit
+
+
 def keep(item, asked, named, current, source=None, ceiling=None):
     """(Limit to write, [Kept]) for one item of one context.
 
@@ -90,7 +107,7 @@ def keep(item, asked, named, current, source=None, ceiling=None):
                 records.append(Kept(item.name, side, want, have, want, 'lowered',
                                     side_source(source, side)))
             else:
-                value = have
+                value = whole(item, have)
                 if ceiling is not None and exceeds(value, ceiling):
                     value = want if exceeds(want, ceiling) else ceiling
                 if compare(value, want) != 0:

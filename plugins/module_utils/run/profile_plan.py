@@ -105,7 +105,27 @@ def plan_profile(params, host):
             problem = change.writable()
             if problem:
                 raise changes.Failure('%s: %s' % (label, problem), context=label)
+    check_kernel(params)
     return request.contexts, planned
+
+
+def check_kernel(params):
+    """The guards of the kernel ceilings the limits role writes after this call (``sysctl``,
+    ``job_sysctl``: sysctl_ceilings' own planning, nothing written): a refusal there (a later
+    sysctl.d line that overrides a ceiling, such as a site's 99-*.conf; a bad name or value)
+    fails this call before any file of the profile is written. Found on the VM lane (issue 43):
+    the role wrote PAM and systemd, then sysctl_ceilings refused."""
+    if not (params.get('sysctl') or params.get('job_sysctl')) or params.get('state') == 'absent':
+        return
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.kernel import sysctl_plan
+    try:
+        sysctl_plan.plan_change(dict(
+            sysctl=params.get('sysctl') or {}, job_sysctl=params.get('job_sysctl') or {},
+            path=sysctl_plan.PATH, state='present', apply=True,
+            on_conflict=params['on_conflict'], backup=False, mode='0644'))
+    except changes.Failure as exc:
+        raise changes.Failure('kernel: %s' % exc.msg, context='kernel', kind=exc.kind,
+                              **exc.result)
 
 
 def check_sessions(request, host):

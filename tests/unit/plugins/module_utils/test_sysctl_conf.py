@@ -364,3 +364,29 @@ def test_a_failed_live_write_puts_back_the_values_written_before_it(tmp_path):
     assert 'nothing written' in caught.value.msg
     assert (tmp_path / 'proc/sys/fs/inotify/max_user_instances').read_text() == '128\n'
     assert change.result['applied'] == {}
+
+
+def test_limits_profile_refuses_a_kernel_conflict_before_the_profile_is_written(tmp_path,
+                                                                                monkeypatch):
+    # found on the VM lane (issue 43): the limits role wrote PAM and systemd, then
+    # sysctl_ceilings refused a site's later 99-*.conf; limits_profile now runs sysctl's
+    # guards with its own (profile_plan.check_kernel), nothing written on a refusal
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan
+    root = _tree(tmp_path, {'/etc/sysctl.d/99-site.conf': 'vm.max_map_count = 100000\n'}, PROC)
+    monkeypatch.setattr(plan, 'ROOT', root)
+    with pytest.raises(changes.Failure) as caught:
+        profile_plan.check_kernel(dict(sysctl={'vm.max_map_count': 262144}, job_sysctl={},
+                                       state='present', on_conflict='fail'))
+    assert caught.value.msg.startswith('kernel: ')
+    assert '/etc/sysctl.d/99-site.conf:1 sets vm.max_map_count = 100000' in caught.value.msg
+    assert caught.value.result['context'] == 'kernel'
+    # a job's needs too; with warn, or nothing asked, or an undo, no refusal
+    with pytest.raises(changes.Failure):
+        profile_plan.check_kernel(dict(sysctl={}, job_sysctl={'vm.max_map_count': 262144},
+                                       state='present', on_conflict='fail'))
+    profile_plan.check_kernel(dict(sysctl={'vm.max_map_count': 262144}, job_sysctl={},
+                                   state='present', on_conflict='warn'))
+    profile_plan.check_kernel(dict(sysctl={}, job_sysctl={}, state='present', on_conflict='fail'))
+    profile_plan.check_kernel(dict(sysctl={'vm.max_map_count': 262144}, job_sysctl={},
+                                   state='absent', on_conflict='fail'))
+    assert not os.path.exists(root + PATH)
