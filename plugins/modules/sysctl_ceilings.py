@@ -180,6 +180,15 @@ configured_not_applied:
   returned: success
   type: list
   elements: str
+reboot_required:
+  description:
+    - Whether a value this call configured reaches the running kernel only at the next boot
+      (or the next C(sysctl --system)): one of RV(configured_not_applied), or, with
+      O(apply=false), a value that differs from the live one. As linux-system-roles'
+      kernel_settings' C(kernel_settings_reboot_required); the limits role returns it as
+      C(limits_reboot_required).
+  returned: success
+  type: bool
 backup_file:
   description: The backup's path, when one was made.
   returned: when O(backup=true) and the file changed
@@ -216,6 +225,7 @@ def main():
     )
     change = changes.run_guarded(module, plan.plan_change, module.params)
     result = change.result
+    result['reboot_required'] = plan.reboot_required(result, module.params['apply'])
     if not module.params['apply']:
         result['apply'] = {}
     written = change.new != change.current

@@ -127,7 +127,6 @@ grep -q '/etc/sysctl.d/99-site.conf' "$logs/tune-refused.log" \
   || { vm_log "tune-refused: the refusal does not name /etc/sysctl.d/99-site.conf"; exit 1; }
 vm_log "tune-refused: refused, naming $(grep -o '/etc/sysctl.d/99-site.conf[^ "]*' "$logs/tune-refused.log" | sort -u | head -n1)"
 step site-fix ok "$here/site-fix.yml"
-grep -o 'FINDING: [^"]*' "$logs/site-fix.log" | sort -u | sed 's/^/vm-lane: site-fix: /' >&2 || true
 step tune ok playbooks/tune_limits.yml "${profile[@]}"
 if grep -qi 'reboot' "$logs/tune.log"; then
   vm_log "tune: its output mentions a reboot: $(grep -i -m1 'reboot' "$logs/tune.log")"

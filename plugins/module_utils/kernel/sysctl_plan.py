@@ -246,6 +246,13 @@ def plan_live(change, wants, root):
     result['configured_not_applied'] = sorted(result['not_applied'])
 
 
+def reboot_required(result, apply=True):
+    """Whether a configured value reaches the running kernel only at the next boot: one that
+    cannot be written here (``configured_not_applied``: a read-only /proc/sys), or, where the
+    module does not apply (``apply`` false), one that differs from the live value."""
+    return bool(result.get('configured_not_applied')) or (not apply and bool(result.get('apply')))
+
+
 def _write(name, value, root):
     with open(conf.proc_path(conf.normalize(name), root), 'w') as handle:
         handle.write('%d\n' % value)

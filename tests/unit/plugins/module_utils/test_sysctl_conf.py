@@ -390,3 +390,13 @@ def test_limits_profile_refuses_a_kernel_conflict_before_the_profile_is_written(
     profile_plan.check_kernel(dict(sysctl={'vm.max_map_count': 262144}, job_sysctl={},
                                    state='absent', on_conflict='fail'))
     assert not os.path.exists(root + PATH)
+
+
+def test_a_value_written_but_not_applied_needs_a_reboot():
+    # the sysctl_ceilings module's reboot_required (the limits role's limits_reboot_required)
+    assert plan.reboot_required(dict(configured_not_applied=['vm.max_map_count'], apply={}))
+    assert not plan.reboot_required(dict(configured_not_applied=[],
+                                         apply={'vm.max_map_count': 262144}))
+    assert plan.reboot_required(dict(configured_not_applied=[], apply={'vm.max_map_count': 262144}),
+                                apply=False)
+    assert not plan.reboot_required(dict(configured_not_applied=[], apply={}), apply=False)
