@@ -135,7 +135,6 @@ def ansible_env(nodes, counts_file, transport):
     return env
 
 
-
 def node_cpu_s(nodes):
     """CPU seconds used so far by the lab's node containers together (their cgroups: v1
     cpuacct or v2 cpu.stat), or None where neither is readable. The nodes share this machine's
@@ -509,8 +508,9 @@ def markdown(rows, meta):
         floor = ((ctl + node) * r['nodes'] / meta['cpus']
                  if None not in (ctl, node) and meta['cpus'] else None)
         steal = r.get('steal_pct')
-        lines.append('| %d | %s | %s | %s | %.2f | %.3f | %s | %.2f | %s | %s | %s | %s | %s '
-                     '| %.2f | %s |' % (
+        row_format = ('| %d | %s | %s | %s | %.2f | %.3f | %s | %.2f | %s | %s | %s | %s | %s '
+                      '| %.2f | %s |')
+        lines.append(row_format % (
             r['nodes'], r['transport'], r['approach'], r['phase'], r['wall_s'], r['per_host_s'],
             r['invocations_per_host'], r['vs_ping'],
             '%.2f' % r['vs_usual'] if r['vs_usual'] is not None else '',

@@ -16,7 +16,6 @@ lm = module('module_utils.model.limits_model')
 pids_model = module('module_utils.model.pids')
 
 
-
 def _dataloader_check():
     """The DataLoader check's filter file, imported where a run's record is read (job_report,
     job_fit, the guidance), not where a role only sizes a profile (job_profile, job_shm_size,

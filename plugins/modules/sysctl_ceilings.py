@@ -183,10 +183,10 @@ configured_not_applied:
 reboot_required:
   description:
     - Whether a value this call configured reaches the running kernel only at the next boot
-      (or the next C(sysctl --system)): one of RV(configured_not_applied), or, with
-      O(apply=false), a value that differs from the live one. As linux-system-roles'
-      kernel_settings' C(kernel_settings_reboot_required); the limits role returns it as
-      C(limits_reboot_required).
+      (or the next C(sysctl --system)), that is one of RV(configured_not_applied), or, with
+      O(apply=false), a value that differs from the live one.
+    - As linux-system-roles' kernel_settings' C(kernel_settings_reboot_required); the limits
+      role returns it as C(limits_reboot_required).
   returned: success
   type: bool
 backup_file:

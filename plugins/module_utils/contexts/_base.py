@@ -17,7 +17,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-
 class NotCovered(Exception):
     """A context the pids probe does not cover (ssh, k8s_pod)."""
 
