@@ -91,6 +91,7 @@ def test_write_is_configured_not_applied_and_idempotent(host, clean, wanted):
     assert result['configured_not_applied'] == ['fs.inotify.max_user_instances',
                                                 'vm.max_map_count']
     assert 'read-only' in result['not_applied']['vm.max_map_count']
+    assert result['reboot_required'] is True
     assert 'configured, not applied' in out, out
     assert live(host, 'vm.max_map_count') == before
     assert rows['vm.max_map_count']['source'].startswith(PATH + ':')
@@ -196,6 +197,7 @@ def test_where_proc_sys_is_writable_the_values_are_applied_and_a_refused_one_wri
     assert ok, out
     assert result['applied'] == {'net.core.somaxconn': node_value + 1}
     assert result['configured_not_applied'] == []
+    assert result['reboot_required'] is False
     row = result['sysctl'][0]
     assert (row['live'], row['applied'], row['action']) == (node_value + 1, True, 'written')
     assert 'net.core.somaxconn = %d\n' % (node_value + 1) in host.file(PATH).content_string
