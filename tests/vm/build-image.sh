@@ -24,7 +24,10 @@ esac
 # sudo, python3, and dockerd (the docker context) with a busybox image for `docker import`.
 pkgs="linux-image-cloud-amd64,systemd,systemd-sysv,udev,dbus,libpam-systemd,openssh-server"
 pkgs="$pkgs,python3,sudo,procps,passwd,login,util-linux,kmod,iproute2,e2fsprogs"
-pkgs="$pkgs,ca-certificates,docker.io,iptables,busybox-static"
+# apparmor: docker.io recommends it, and apt installs it with docker.io on a real node; without
+# apparmor_parser the kernel's AppArmor (on by default in Debian's kernels) makes every
+# `docker run` fail once dockerd has restarted ("the docker-default profile could not be loaded")
+pkgs="$pkgs,ca-certificates,docker.io,apparmor,iptables,busybox-static"
 
 key=$( (cat "$0" "$root_dir/images/finalize-rootfs.sh"; echo "$distro") | sha256sum | cut -c1-12)
 out="$root_dir/build/vm/base-$distro-$key"
