@@ -149,6 +149,8 @@ def test_the_role_writes_limits_sysctl_and_the_audit_reports_it(host, clean, wan
     assert rc == 0, out
     assert 'vm.max_map_count = %d' % wanted['vm.max_map_count'] in host.file(PATH).content_string
     assert 'configured, not applied' in out, out
+    # /proc/sys is read-only here: the role says the ceilings wait for the next boot
+    assert 'limits_reboot_required=True' in out, out
     # bad input through the role: refused naming the field, nothing written
     sums = checksums(host, [PATH])
     rc, out = run_role(host, limits_profile=BASELINE, limits_sysctl={'vm.max_map_count': 'x'})
