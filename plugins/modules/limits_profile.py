@@ -24,8 +24,7 @@ description:
     modules (unlimited C(nofile), values above C(fs.nr_open) or above what the host can set,
     soft above hard, unknown items, conflicting files read later, malformed files, a
     read-only target directory); the first refusal fails the task, naming the context and the
-    field or C(file:line), with no file changed. If a write still fails, the files written
-    before it in the same call are put back.
+    field or C(file:line), with no file changed. A failed write puts back those before it.
   - Each file is written atomically (a temporary file in the same directory, then a rename)
     with its owner and mode kept; lines the module does not own stay byte for byte.
   - RV(actions) says what to re-execute, reload or restart, from the change and from the live
@@ -48,8 +47,8 @@ options:
         systemd or Docker) is refused, naming the context.
       - C(pids) is the cgroup C(pids.max), no rlimit (docs/limit-model.md), a number of tasks
         (never below 1024), C(infinity), or a percentage of the kernel's limit as systemd
-        writes it (C(25%)). Written as C(DefaultTasksMax=) (C(systemd_system)), C(TasksMax=)
-        (units), a C(user-.slice) drop-in (C(pam), C(systemd_user)) and Podman's
+        writes it (C(25%)). Written as C(DefaultTasksMax=) (C(systemd_system), C(systemd_user)),
+        C(TasksMax=) (units), a C(user-.slice) drop-in (C(pam), C(systemd_user)) and Podman's
         C(pids_limit), each only where the node gives less.
       - A plain value (or C(value)) is a minimum. Each context gets at least that soft and
         hard limit, and keeps any higher soft or hard limit it has now (the limits lines and
@@ -155,8 +154,10 @@ options:
   sysctl:
     description: >-
       The kernel ceilings (O(job_sysctl): a job's) the limits role then writes with
-      M(gpufleet.tuning.sysctl_ceilings), only checked here (with O(on_conflict)): a refusal
-      there, such as a site's later C(99-*.conf), fails before any file is written.
+      M(gpufleet.tuning.sysctl_ceilings), checked here (O(on_conflict)): a refusal fails before
+      any write. Where the hard C(nofile) is above the live C(fs.nr_open) and this C(fs.nr_open)
+      covers it, the call writes it live, then the kernel drop-in (RV(files) context
+      C(kernel)), before any other file, and checks the guards against that value.
     type: dict
     default: {}
   job_sysctl: {description: "A training job's kernel needs, checked as O(sysctl).", type: dict, default: {}}
@@ -363,8 +364,7 @@ actions:
       O(units) is restarted through C(docker) too, never through C(units)).
     - C(deferred) lists the restarts among those that O(restart_policy) does not allow now,
       each with C(unit) and C(reason); C(policy) is O(restart_policy).
-    - C(owed_now) is true when a restart is owed that the policy allows now (the deferred
-      ones left out).
+    - C(owed_now) is true when a restart the policy allows now is owed (the deferred left out).
   returned: success
   type: dict
   sample: {reexec: true, user_managers: [user@1001.service], daemon_reload: false, units: [],

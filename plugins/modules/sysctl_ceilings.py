@@ -88,8 +88,9 @@ notes:
   - The drift watch and M(gpufleet.tuning.limits_audit) (option C(sysctl)) report the same
     ceilings; docs/limit-model.md lists what each one bounds.
   - The limits role calls it with its C(limits_sysctl) (and a job's kernel needs, C(limits_job))
-    after the profile. A hard C(nofile) above the node's live C(fs.nr_open) is refused by the
-    profile's guard before this module raises C(fs.nr_open); raise it in a run of its own first.
+    after the profile. Where the profile's hard C(nofile) is above the node's live
+    C(fs.nr_open) and C(limits_sysctl) raises C(fs.nr_open) enough, M(gpufleet.tuning.limits_profile)
+    writes this module's file first (C(fs.nr_open) applied live), and this call finds it written.
   - Debian's C(/etc/sysctl.d/99-sysctl.conf) (a link to C(/etc/sysctl.conf)) is read after
     C(90-gpufleet-tuning.conf), so a value in C(/etc/sysctl.conf) is reported as a conflict, never
     silently lost at the next boot. The name of the O(backup) copy does not end in C(.conf), so

@@ -21,13 +21,17 @@ esac
 
 # What the tests need on the VM: a kernel (Debian's cloud kernel: virtio built for VMs),
 # systemd with logind and user managers, sshd (Ansible's connection and the ssh context),
-# sudo, python3, and dockerd (the docker context) with a busybox image for `docker import`.
+# sudo, python3, dockerd (the docker context) with a busybox image for `docker import`, Slurm.
 pkgs="linux-image-cloud-amd64,systemd,systemd-sysv,udev,dbus,libpam-systemd,openssh-server"
 pkgs="$pkgs,python3,sudo,procps,passwd,login,util-linux,kmod,iproute2,e2fsprogs"
 # apparmor: docker.io recommends it, and apt installs it with docker.io on a real node; without
 # apparmor_parser the kernel's AppArmor (on by default in Debian's kernels) makes every
 # `docker run` fail once dockerd has restarted ("the docker-default profile could not be loaded")
 pkgs="$pkgs,ca-certificates,docker.io,apparmor,iptables,busybox-static"
+# slurm-wlm and munge: a single-node Slurm per VM (the slurm_job context after a reboot,
+# prepare.yml sets it up with lab/slurm_node.yml); slurmctld and slurmd skip their start at
+# boot until prepare.yml writes slurm.conf (their units' ConditionPathExists)
+pkgs="$pkgs,slurm-wlm,munge"
 
 key=$( (cat "$0" "$root_dir/images/finalize-rootfs.sh"; echo "$distro") | sha256sum | cut -c1-12)
 out="$root_dir/build/vm/base-$distro-$key"

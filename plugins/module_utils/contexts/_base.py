@@ -329,7 +329,7 @@ class Context(object):
         (its runtime's default or file), or None (the cgroup's creator decides)."""
         return None
 
-    def pids_advice(self, owner):
+    def pids_advice(self, owner, decides=''):
         """What closes a pids gap here when that is particular to the context, or None."""
         return None
 

@@ -202,7 +202,7 @@ class Docker(Context):
         return ("the container's own cgroup: docker run --pids-limit (dockerd has no "
                 'daemon-wide default pids limit; none is set unless the run asks)'), ''
 
-    def pids_advice(self, owner):
+    def pids_advice(self, owner, decides=''):
         if owner not in ('ours', 'theirs'):
             return 'start the container with --pids-limit (dockerd has no default to set)'
         return None

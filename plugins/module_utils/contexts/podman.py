@@ -132,7 +132,7 @@ class Podman(Context):
                 '/usr/share/containers/containers.conf of Podman 4.3.1 says so), no '
                 'containers.conf sets pids_limit' % containers_conf.PODMAN_PIDS_DEFAULT), 'ours'
 
-    def pids_advice(self, owner):
+    def pids_advice(self, owner, decides=''):
         if owner == 'ours':
             return 'run limits_profile with pids in the profile and contexts: [podman]'
         return None

@@ -23,6 +23,8 @@ class SystemdUser(Manager):
     scope = sdpaths.USER
     probe = 'user_manager'
     pids_user_slice = True
+    #: DefaultTasksMax= in user.conf.d: on cgroup v2 a user service gets its manager's default
+    pids_dropin = True
     files = ('/etc/systemd/user.conf', '/etc/systemd/user.conf.d/*.conf')
     target = sdpaths.dropin_path(sdpaths.USER, None, sdpaths.DROPIN_NAME)
     session = True
@@ -59,6 +61,38 @@ class SystemdUser(Manager):
 
     def restart_context(self, unit):
         return self.probe if unit.startswith('user@') else None
+
+    def pids_post(self, pids, label, change):
+        """``DefaultTasksMax=`` in user.conf's drop-in where user.conf (or systemd's built-in
+        15%) gives user services less (pids_plan.add_default); each running user manager that
+        says it runs less is owed a restart (under the restart policy: it reads user.conf when
+        it starts), unless a later file keeps the value below (a conflict, not a restart)."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.model import pids as pids_model
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import pids_plan
+        change = pids_plan.add_default(change, pids.value, pids.kernel_max, scope=self.scope)
+        if any(c.get('item') == 'pids' for c in change.result.get('conflicts') or []):
+            return change
+        wanted = pids.value.resolve(pids.kernel_max)
+        stale = [unit for unit, now in sorted(pids.user_defaults().items())
+                 if now is not None and pids_model.below(now.resolve(pids.kernel_max), wanted)]
+        if stale:
+            owed = set(change.result.get('restart_required') or []) | set(stale)
+            change.result['restart_required'] = sorted(owed)
+            change.result['reexec_required'] = True
+            change.result.setdefault('pids', {})['stale_user_managers'] = stale
+        return change
+
+    def pids_advice(self, owner, decides=''):
+        """Where a user service's own cgroup decides, its manager's DefaultTasksMax= (no file:
+        the built-in 15%, or our user.conf.d drop-in that a running manager has not read yet);
+        a user's slice that decides is the generic advice's."""
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.systemd import tasks_max
+        unit = tasks_max.unit_of_cgroup(decides) or ''
+        if owner in ('', 'ours') and '/user@' in decides and unit.endswith('.service'):
+            return ('run limits_profile with pids in the profile and contexts: [systemd_user]: '
+                    'it writes DefaultTasksMax= in user.conf.d and restarts the user managers '
+                    'that run less (under its restart policy)')
+        return None
 
     def pids_chain(self, prober, probe, user, uid, params):
         """A transient service of the user's manager, read from the host (its main PID)."""

@@ -292,3 +292,46 @@ def apply_live(result, root=None):
         row['live'] = conf.as_int(conf.live(conf.normalize(name), root))
         row['applied'] = row['live'] == value
         result['applied'][name] = value
+
+
+NR_OPEN = 'fs.nr_open'
+
+
+class RaiseFirst(changes.Change):
+    """limits_profile's kernel drop-in where the profile's hard nofile is above the live
+    ``fs.nr_open`` (issue 43 item 5): fs.nr_open is written live (:func:`apply_live`) and then
+    the drop-in, before any file of the profile, so that no login, service or container is
+    asked for a nofile the kernel refuses (pam_limits then fails the session). The drop-in is
+    the whole plan of the limits role's kernel ceilings (sysctl_ceilings, which runs next,
+    finds it written and applies the others). :meth:`undo` puts the file and the live value
+    back (limits_profile's all or nothing)."""
+
+    def __init__(self, change, row):
+        changes.Change.__init__(self, change.path, change.result, change.current, change.new,
+                                changed=True, mode=change.mode)
+        self.warnings = list(change.warnings)
+        self.row = row
+
+    def apply(self, backup=False):
+        apply_live(dict(sysctl=[self.row], applied={},
+                        apply={NR_OPEN: self.result['apply'][NR_OPEN]}))
+        self.result['applied'][NR_OPEN] = self.row['live']
+        return changes.Change.apply(self, backup)
+
+    def undo(self):
+        changes.Change.undo(self)
+        _write(NR_OPEN, self.row['before'], ROOT)
+
+
+def nr_open_first(change, hard):
+    """``change`` (plan_change's, or None) as a :class:`RaiseFirst` when the hard nofile
+    ``hard`` (an int, or None) is above the live fs.nr_open and the plan raises fs.nr_open to
+    at least it, live, here (/proc/sys writable); else None (the guards then refuse a hard
+    nofile above the live value, as before)."""
+    if change is None or not isinstance(hard, int) or \
+            NR_OPEN not in (change.result.get('apply') or {}):
+        return None
+    row = [r for r in change.result['sysctl'] if r['name'] == NR_OPEN][0]
+    if row['live'] is None or hard <= row['live'] or change.result['apply'][NR_OPEN] < hard:
+        return None
+    return RaiseFirst(change, dict(row, before=row['live']))

@@ -97,8 +97,9 @@ def source_of(context, chain, kernel_max, root=''):
 _owner = _base.Context.file_owner
 
 
-def advice_for(context, owner, source):
-    """What closes a gap, from the evidence only."""
+def advice_for(context, owner, source, decides=''):
+    """What closes a gap, from the evidence only (``decides``: the cgroup whose pids.max
+    decides)."""
     where = source.split(' (', 1)[0]
     path = where.split(':', 1)[0]
     if owner == 'theirs' and os.path.dirname(path).endswith('.d') and \
@@ -109,7 +110,7 @@ def advice_for(context, owner, source):
         return ('run limits_profile with pids in the profile: its drop-in %s is read after %s; '
                 'or raise that line' % (sdpaths.DROPIN_NAME, where))
     record = record_of(context)
-    particular = record.pids_advice(owner) if record is not None else None
+    particular = record.pids_advice(owner, decides) if record is not None else None
     if particular:
         return particular
     if owner == 'ours':
@@ -139,7 +140,7 @@ def rows(prober, contexts, user, uid, params, value, kernel_max, root=''):
                    source=source, gap='max' if gap else '', how='probed',
                    cgroup=chain.decides, pids=chain.as_dict())
         if gap:
-            row['advice'] = advice_for(context, owner, source)
+            row['advice'] = advice_for(context, owner, source, chain.decides)
         found.append(row)
     return found, failed, skipped
 

@@ -6,6 +6,9 @@ and no rlimit planner sees it (model/pids.py). Planned with the other files, wri
 same engine (systemd/restarts.py), all or nothing:
 
 * ``systemd_system``: ``DefaultTasksMax=`` in the system manager's drop-in (services);
+* ``systemd_user``: ``DefaultTasksMax=`` in user.conf's drop-in (user services, which a user
+  manager gives its own default on cgroup v2), owing a restart of each running user manager
+  that says it runs less (``systemctl --user show``);
 * ``unit:NAME``: ``TasksMax=`` in the unit's drop-in;
 * ``pam`` or ``systemd_user`` (login sessions, user services): a ``user-.slice`` drop-in,
   planned as ``unit:user-.slice`` (a daemon-reload applies it to running slices);
@@ -82,6 +85,32 @@ class Pids(object):
                     except pids_model.LimitError:
                         self._live = None
         return self._live
+
+    def user_defaults(self):
+        """{user@UID.service: TasksMax or None} of the running user managers, in each one's
+        own word (``systemctl --user show -p DefaultTasksMax``, run as its user; None where it
+        cannot be read)."""
+        import pwd
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+        if not sdlive.systemd_running():
+            return {}
+
+        def run(args):
+            return self.host.run_command(args, environ_update=commands.live_env())
+        found = {}
+        for unit, uid in sdlive.running_user_managers(run):
+            found[unit] = None
+            try:
+                user = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                continue
+            rc, out, _err = run(commands.as_user(user, uid, [
+                'systemctl', '--user', 'show', '-p', 'DefaultTasksMax', '--value']))
+            try:
+                found[unit] = pids_model.from_systemd(out.strip()) if rc == 0 else None
+            except pids_model.LimitError:
+                continue
+        return found
 
     def plans(self, request):
         """[(label, plan)] of the files that only pids needs (the user-.slice drop-in)."""

@@ -73,6 +73,7 @@ def plan_profile(params, host):
     request = parse_request(params)
     check_sessions(request, host)
     ceiling = host_limits.Ceiling()
+    kernel = first_kernel(check_kernel(params), request, ceiling)
     plans = []
     pids = pids_set.Pids(request.pids, host) if request.pids is not None else None
     for context in registry.REGISTRY:
@@ -105,8 +106,26 @@ def plan_profile(params, host):
             problem = change.writable()
             if problem:
                 raise changes.Failure('%s: %s' % (label, problem), context=label)
-    check_kernel(params)
+    if kernel is not None:
+        planned.insert(0, (KERNEL, kernel))
     return request.contexts, planned
+
+
+#: the label of the kernel drop-in in ``planned`` (no context of the registry: it owes no
+#: restart, first_kernel)
+KERNEL = 'kernel'
+
+
+def first_kernel(kernel, request, ceiling):
+    """The kernel drop-in to write first (sysctl_plan.nr_open_first), or None: where the
+    profile's hard nofile needs the ``fs.nr_open`` of ``sysctl``, the guards of every context
+    are checked against that value (``ceiling``), which the call writes before any other file."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.kernel import sysctl_plan
+    nofile = request.limits.get('nofile')
+    first = sysctl_plan.nr_open_first(kernel, nofile.hard if nofile is not None else None)
+    if first is not None:
+        ceiling.nr_open = first.result['apply'][sysctl_plan.NR_OPEN]
+    return first
 
 
 def check_kernel(params):
@@ -114,17 +133,18 @@ def check_kernel(params):
     ``job_sysctl``: sysctl_ceilings' own planning, nothing written): a refusal there (a later
     sysctl.d line that overrides a ceiling, such as a site's 99-*.conf; a bad name or value)
     fails this call before any file of the profile is written. Found on the VM lane (issue 43):
-    the role wrote PAM and systemd, then sysctl_ceilings refused."""
+    the role wrote PAM and systemd, then sysctl_ceilings refused. The plan (a Change of the
+    kernel drop-in, nothing written), or None without ``sysctl``."""
     if not (params.get('sysctl') or params.get('job_sysctl')) or params.get('state') == 'absent':
-        return
+        return None
     from ansible_collections.gpufleet.tuning.plugins.module_utils.kernel import sysctl_plan
     try:
-        sysctl_plan.plan_change(dict(
+        return sysctl_plan.plan_change(dict(
             sysctl=params.get('sysctl') or {}, job_sysctl=params.get('job_sysctl') or {},
             path=sysctl_plan.PATH, state='present', apply=True,
             on_conflict=params['on_conflict'], backup=False, mode='0644'))
     except changes.Failure as exc:
-        raise changes.Failure('kernel: %s' % exc.msg, context='kernel', kind=exc.kind,
+        raise changes.Failure('kernel: %s' % exc.msg, context=KERNEL, kind=exc.kind,
                               **exc.result)
 
 
@@ -168,6 +188,8 @@ def actions(planned, host, policy='when_idle'):
     state = {}
     session_changed = False
     for label, change in planned:
+        if label == KERNEL:
+            continue
         context = registry.owner(label)
         # a session context's Limit*= lines (not a pids setting beside them: pids.max is no
         # rlimit a user manager inherits) reach user services through a restart

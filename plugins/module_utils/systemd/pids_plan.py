@@ -2,7 +2,10 @@
 # Copyright: (c) 2026, gpufleet.tuning contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """limits_profile's ``pids`` in systemd's files: ``DefaultTasksMax=`` in the system manager's
-drop-in (services without a TasksMax= of their own), ``TasksMax=`` in the units' drop-ins, and
+drop-in (services without a TasksMax= of their own) and in the user managers' (user services:
+on cgroup v2 a user manager is delegated the pids controller and gives each of its services
+its own DefaultTasksMax, 15% of the kernel's limit when no file sets it), ``TasksMax=`` in the
+units' drop-ins, and
 a ``user-.slice`` drop-in (every user's slice: login sessions and user services). A plain value
 is a minimum (docs/limit-model.md): nothing is written where the node already gives at least
 that, and what is written is never below a value it replaces. systemd 252 applies all three on
@@ -74,14 +77,15 @@ def _conflicts(later, wanted, kernel_max, key):
             if pids_model.below(_resolve(value, kernel_max), wanted)]
 
 
-def add_default(change, value, kernel_max, live=None, root=''):
-    """The system manager's drop-in ``change`` with DefaultTasksMax= when the node gives new
-    services less than ``value`` (``live``: the running manager's DefaultTasksMax as a TasksMax,
-    used where no file sets it; else systemd's built-in 15%)."""
+def add_default(change, value, kernel_max, live=None, root='', scope=sdpaths.SYSTEM):
+    """The ``scope`` manager's drop-in ``change`` (system.conf.d or user.conf.d) with
+    DefaultTasksMax= when the node gives new services less than ``value`` (``live``: the
+    running manager's DefaultTasksMax as a TasksMax, used where no file sets it; else systemd's
+    built-in 15%)."""
     if change.new is None and change.current is not None:
         return change
     wanted = value.resolve(kernel_max)
-    found = tasks_max.default_tasks_max(sdpaths.SYSTEM, root)
+    found = tasks_max.default_tasks_max(scope, root)
     now = found.value if found.where else (live or pids_model.TasksMax(
         permyriad=pids_model.SYSTEMD_DEFAULT_PERMYRIAD))
     info = dict(key='DefaultTasksMax', wanted=pids_model.human(wanted),

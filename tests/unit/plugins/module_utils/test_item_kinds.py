@@ -114,6 +114,6 @@ def test_the_pids_audit_asks_the_records_that_carry_pids(monkeypatch):
 def test_the_pids_setter_asks_the_records():
     from ansible_collections.gpufleet.tuning.plugins.module_utils.run import pids_set
     carriers = sorted(c.name or 'units' for c in registry.REGISTRY if pids_set.carries(c))
-    assert carriers == ['podman', 'systemd_system', 'units']
+    assert carriers == ['podman', 'systemd_system', 'systemd_user', 'units']
     slice_for = sorted(c.name for c in registry.REGISTRY if c.pids_user_slice)
     assert slice_for == ['pam', 'systemd_user']

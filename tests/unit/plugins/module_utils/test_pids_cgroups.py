@@ -324,3 +324,85 @@ def test_a_pids_setting_alone_owes_no_user_manager_restart(monkeypatch):
                           '[Manager]\n', '[Manager]\nDefaultLimitNOFILE=16384\n')
     assert pp.actions([('systemd_system', both)], ManagersHost(),
                       'always')['user_managers'] == ['user@1001.service']
+
+
+USER_DROPIN = '/etc/systemd/user.conf.d/90-gpufleet-tuning.conf'
+
+
+def test_user_managers_default_is_written_in_user_conf_only_below_the_profile(tmp_path):
+    """Issue 43 (VM lane): a user service gets its manager's DefaultTasksMax (15% built in)."""
+    root = str(tmp_path)
+    write(tmp_path, '/etc/systemd/user.conf', '[Manager]\n#DefaultTasksMax=15%\n')
+    change = changes.Change(USER_DROPIN, {}, None, '[Manager]\nDefaultLimitNOFILE=65536\n')
+    same = pids_plan.add_default(change, T(count=8192), 192724, root=root,
+                                 scope=pids_plan.sdpaths.USER)
+    assert same.new == '[Manager]\nDefaultLimitNOFILE=65536\n'
+    change = changes.Change(USER_DROPIN, {}, None, '[Manager]\nDefaultLimitNOFILE=65536\n')
+    raised = pids_plan.add_default(change, T(count=16384), 65536, root=root,
+                                   scope=pids_plan.sdpaths.USER)      # 15%: 9830
+    assert raised.new == '[Manager]\nDefaultLimitNOFILE=65536\nDefaultTasksMax=16384\n'
+    # the system manager's files are not the user manager's
+    write(tmp_path, '/etc/systemd/system.conf.d/50-x.conf', '[Manager]\nDefaultTasksMax=50000\n')
+    change = changes.Change(USER_DROPIN, {}, None, '[Manager]\n')
+    assert pids_plan.add_default(change, T(count=16384), 65536, root=root,
+                                 scope=pids_plan.sdpaths.USER).changed
+
+
+class UserManagersHost(object):
+    """run_command: one running user manager (root's, a user every host has) that says it runs
+    ``default`` as its DefaultTasksMax."""
+
+    def __init__(self, default):
+        self.default = default
+        self.calls = []
+
+    def run_command(self, args, environ_update=None):
+        self.calls.append(args)
+        if 'list-units' in args:
+            return 0, 'user@0.service loaded active running User Manager for UID 0\n', ''
+        if args[-4:] == ['show', '-p', 'DefaultTasksMax', '--value']:
+            return 0, self.default + '\n', ''
+        return 0, '', ''
+
+
+def _user_pids(monkeypatch, tmp_path, value, host):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_user
+    monkeypatch.setattr(pids_set.sdlive, 'systemd_running', lambda root='': True)
+    monkeypatch.setattr(pids_set.cgroups, 'kernel_tasks_max', lambda: 65536)
+    real = pids_plan.add_default
+    monkeypatch.setattr(pids_plan, 'add_default',
+                        lambda *args, **kwargs: real(*args, **dict(kwargs, root=str(tmp_path))))
+    pids = pids_set.Pids(value, host)
+    change = changes.Change(USER_DROPIN, {'restart_required': []}, None, '[Manager]\n')
+    return systemd_user.CONTEXT.pids_post(pids, 'systemd_user', change)
+
+
+def test_user_managers_that_run_less_are_owed_a_restart(monkeypatch, tmp_path):
+    change = _user_pids(monkeypatch, tmp_path, T(count=16384), UserManagersHost('9830'))
+    assert change.new == '[Manager]\nDefaultTasksMax=16384\n'
+    assert change.result['restart_required'] == ['user@0.service']
+    assert change.result['pids']['stale_user_managers'] == ['user@0.service']
+    # a manager that already runs enough (it read the drop-in when it started) is not
+    write(tmp_path, USER_DROPIN, '[Manager]\nDefaultTasksMax=16384\n')
+    done = _user_pids(monkeypatch, tmp_path, T(count=16384), UserManagersHost('16384'))
+    assert done.result['restart_required'] == [] and 'written' not in done.result['pids']
+
+
+def test_a_later_user_conf_file_is_a_conflict_not_a_restart(monkeypatch, tmp_path):
+    write(tmp_path, '/etc/systemd/user.conf.d/99-site.conf', '[Manager]\nDefaultTasksMax=2000\n')
+    change = _user_pids(monkeypatch, tmp_path, T(count=16384), UserManagersHost('2000'))
+    assert [c['path'] for c in change.result['conflicts']] == [
+        '/etc/systemd/user.conf.d/99-site.conf']
+    assert change.result['restart_required'] == []
+
+
+def test_the_advice_names_the_user_managers_default_only_where_it_decides(tmp_path):
+    service = '/user.slice/user-1001.slice/user@1001.service/app.slice/probe.service'
+    chain = cgroups.Chain(service, [(service, 9830), ('/user.slice/user-1001.slice', 21626)])
+    source, owner = pids_audit.source_of('user_manager', chain, 65536, str(tmp_path))
+    assert "built-in DefaultTasksMax=15%" in source and owner == ''
+    assert pids_audit.advice_for('user_manager', owner, source, chain.decides).startswith(
+        'run limits_profile with pids in the profile and contexts: [systemd_user]')
+    slice_ = '/user.slice/user-1001.slice'
+    assert pids_audit.advice_for('user_manager', '', 'x', slice_) == (
+        'run limits_profile with pids in the profile')

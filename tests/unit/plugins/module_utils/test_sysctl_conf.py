@@ -400,3 +400,52 @@ def test_a_value_written_but_not_applied_needs_a_reboot():
     assert plan.reboot_required(dict(configured_not_applied=[], apply={'vm.max_map_count': 262144}),
                                 apply=False)
     assert not plan.reboot_required(dict(configured_not_applied=[], apply={}), apply=False)
+
+
+def test_a_profile_nofile_above_nr_open_raises_it_first_and_undo_puts_it_back(tmp_path,
+                                                                             monkeypatch):
+    """Issue 43 item 5: with the role's fs.nr_open in ``sysctl``, limits_profile writes it (live,
+    then the drop-in) before any file of the profile, where the profile's hard nofile needs
+    it; the guards are checked against that value (profile_plan.first_kernel)."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan
+    root = _tree(tmp_path, {'/etc/sysctl.d/.keep': ''}, PROC)
+    monkeypatch.setattr(plan, 'ROOT', root)
+    params = dict(sysctl={'fs.nr_open': 4194304, 'vm.max_map_count': 262144}, job_sysctl={},
+                  state='present', on_conflict='fail')
+    kernel = profile_plan.check_kernel(params)
+    assert plan.nr_open_first(kernel, 65536) is None             # below the live 1048576
+    assert plan.nr_open_first(kernel, 'unlimited') is None
+    assert plan.nr_open_first(None, 2097152) is None
+    assert plan.nr_open_first(kernel, 8388608) is None           # above what the plan raises
+    first = plan.nr_open_first(kernel, 2097152)
+    assert first.changed and first.new == kernel.new and 'vm.max_map_count = 262144' in first.new
+    order = []
+    monkeypatch.setattr(changes.Change, 'apply', lambda self, backup=False: order.append(
+        (self.path, (tmp_path / 'proc/sys/fs/nr_open').read_text())))
+    monkeypatch.setattr(changes.Change, 'undo', lambda self: order.append(('undo', self.path)))
+    first.apply()
+    # the live value first, then the file; only fs.nr_open is applied here
+    assert order == [(PATH, '4194304\n')]
+    assert (tmp_path / 'proc/sys/vm/max_map_count').read_text() == '65530\n'
+    first.undo()
+    assert order[-1] == ('undo', PATH)
+    assert (tmp_path / 'proc/sys/fs/nr_open').read_text() == '1048576\n'
+
+
+def test_the_profile_guards_take_the_nr_open_written_first(tmp_path, monkeypatch):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.host import host_limits
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.model import limits_model as m
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan
+    root = _tree(tmp_path, {'/etc/sysctl.d/.keep': ''}, PROC)
+    monkeypatch.setattr(plan, 'ROOT', root)
+    request = type('Request', (), {})()
+    request.limits = {'nofile': m.Limit(65536, 2097152)}
+    ceiling = host_limits.Ceiling()
+    ceiling.nr_open, ceiling.can_raise = 1048576, True     # root on a node (a VM)
+    refused, _warnings = host_limits.check_request(request.limits, ceiling, False)
+    assert refused and 'above fs.nr_open (1048576)' in refused[0]
+    kernel = profile_plan.check_kernel(dict(sysctl={'fs.nr_open': 2097152}, job_sysctl={},
+                                            state='present', on_conflict='fail'))
+    assert profile_plan.first_kernel(kernel, request, ceiling) is not None
+    assert ceiling.nr_open == 2097152
+    assert host_limits.check_request(request.limits, ceiling, False)[0] == []
