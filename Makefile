@@ -37,8 +37,13 @@ $(COLL)/ansible_collections/gpufleet/tuning:
 	mkdir -p $(dir $@)
 	ln -sfn $(ROOT) $@
 
+# Every image of IMAGES at once (each its own debootstrap directory, its log in build/): the
+# downloads and the unpacking overlap where CI starts with none of them built.
 images:
-	for distro in $(IMAGES); do images/build-node-image.sh $$distro; done
+	@mkdir -p build; pids=; for distro in $(IMAGES); do \
+	  images/build-node-image.sh $$distro >build/image-$$distro.log 2>&1 & pids="$$pids $$!"; done; \
+	rc=0; for pid in $$pids; do wait $$pid || rc=1; done; \
+	for distro in $(IMAGES); do sed "s/^/$$distro: /" build/image-$$distro.log; done; exit $$rc
 
 lint: setup
 	ansible-lint --profile production

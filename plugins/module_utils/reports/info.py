@@ -130,9 +130,9 @@ def configured_limits(resolution):
     return dict((name, setting.limit) for name, setting in resolution.settings.items())
 
 
-def pending_entries(target, configured, live, action):
+def pending_entries(target, configured, live, action, differ=sdlive.differing):
     entries = []
-    for name in sdlive.differing(configured, live):
+    for name in differ(configured, live):
         current = (live or {}).get(name)
         entries.append({'target': target, 'item': name,
                         'configured': configured[name].as_dict(),
@@ -200,7 +200,7 @@ def unit_report(run, unit, running):
     if sdlive.is_active(state) and state['process'] is not None:
         loaded = dict((n, configured[n]) for n in configured if n not in stale)
         pending.extend(pending_entries(unit, loaded, state['process'],
-                                       'systemctl restart %s' % unit))
+                                       'systemctl restart %s' % unit, sdlive.stale_in_process))
     return report, pending, None
 
 

@@ -171,7 +171,7 @@ def live_check(run, result, scope, unit, expected, changed):
                        or (loaded is not None and sdlive.differing(expected, loaded))))
         process = state.get('process') if state else None
         if sdlive.is_active(state) and (changed or (
-                process is not None and sdlive.differing(expected, process))):
+                process is not None and sdlive.stale_in_process(expected, process))):
             result['restart_required'] = [unit]
 
 

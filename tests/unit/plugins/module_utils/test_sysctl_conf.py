@@ -449,3 +449,17 @@ def test_the_profile_guards_take_the_nr_open_written_first(tmp_path, monkeypatch
     assert profile_plan.first_kernel(kernel, request, ceiling) is not None
     assert ceiling.nr_open == 2097152
     assert host_limits.check_request(request.limits, ceiling, False)[0] == []
+
+
+def test_the_kernel_drop_in_written_first_owes_no_restart(tmp_path, monkeypatch):
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.run import profile_plan
+    root = _tree(tmp_path, {'/etc/sysctl.d/.keep': ''}, PROC)
+    monkeypatch.setattr(plan, 'ROOT', root)
+    monkeypatch.setattr(profile_plan.sdlive, 'systemd_running', lambda root='': False)
+    kernel = profile_plan.check_kernel(dict(sysctl={'fs.nr_open': 2097152}, job_sysctl={},
+                                            state='present', on_conflict='fail'))
+    first = plan.nr_open_first(kernel, 2097152)
+    result = profile_plan.actions([(profile_plan.KERNEL, first)], None, 'always')
+    assert not (result['reexec'] or result['daemon_reload'] or result['units']
+                or result['user_managers'] or result['docker'])
+    assert profile_plan.file_record(profile_plan.KERNEL, first)['path'] == PATH

@@ -287,6 +287,22 @@ def test_live_limits_from_show():
                             sdlive.live_limits(props, 'DefaultLimit')) == ['nproc']
 
 
+def test_a_soft_limit_the_program_raised_itself_owes_no_restart():
+    """Found on the VM lane (issue 43): slurmd raises its soft nofile to its hard one at start
+    (Slurm's rlimits_use_max_nofile), so every rerun of the tune restarted it. A soft raised
+    within the same hard is the program's own; a lower soft, another hard or a soft above
+    the hard still owe the restart."""
+    want = {'nofile': L(65536, 2097152), 'nproc': L(16384, 16384)}
+    assert sdlive.stale_in_process(want, {'nofile': L(2097152, 2097152),
+                                          'nproc': L(16384, 16384)}) == []
+    assert sdlive.stale_in_process(want, {'nofile': L(1024, 2097152),
+                                          'nproc': L(16384, 16384)}) == ['nofile']
+    assert sdlive.stale_in_process(want, {'nofile': L(131072, 131072),
+                                          'nproc': L(16384, 16384)}) == ['nofile']
+    assert sdlive.stale_in_process(want, {'nofile': L(65536, 2097152)}) == ['nproc']
+    assert sdlive.stale_in_process({'memlock': L(65536, U)}, {'memlock': L(U, U)}) == []
+
+
 def test_set_after_a_dangling_continuation_ends_it_first():
     # found by the property test: appending after 'Key=value \' would join our line into it
     conf = sc.ConfFile.parse('[Manager]\nKey=value \\\n')
