@@ -402,8 +402,7 @@ def test_a_value_written_but_not_applied_needs_a_reboot():
     assert not plan.reboot_required(dict(configured_not_applied=[], apply={}), apply=False)
 
 
-def test_a_profile_nofile_above_nr_open_raises_it_first_and_undo_puts_it_back(tmp_path,
-                                                                             monkeypatch):
+def test_a_nofile_above_nr_open_raises_it_first_and_undo_puts_it_back(tmp_path, monkeypatch):
     """Issue 43 item 5: with the role's fs.nr_open in ``sysctl``, limits_profile writes it (live,
     then the drop-in) before any file of the profile, where the profile's hard nofile needs
     it; the guards are checked against that value (profile_plan.first_kernel)."""
