@@ -20,23 +20,8 @@ from scenario_support import ansible_command
 SITE = '/etc/systemd/system/user-%d.slice.d/50-site.conf' % UID
 OURS = '/etc/systemd/system/user-.slice.d/90-gpufleet-tuning.conf'
 THREADS = 1000
-CANARY = '''
-import sys, threading
-n = int(sys.argv[1])
-stop = threading.Event()
-started = []
-try:
-    for _ in range(n):
-        t = threading.Thread(target=stop.wait)
-        t.start()
-        started.append(t)
-except RuntimeError as exc:
-    stop.set()
-    print('started %d of %d threads: %s' % (len(started), n, exc))
-    sys.exit(1)
-stop.set()
-print('started %d threads' % n)
-'''
+with open(os.path.join(ROOT, 'tests', 'shared', 'pids_canary.py')) as _handle:
+    CANARY = _handle.read()
 PROGRAM = '/tmp/gpufleet-pids-canary.py'
 PROFILE = {'pids': 8192}
 

@@ -315,8 +315,13 @@ class RaiseFirst(changes.Change):
     def apply(self, backup=False):
         apply_live(dict(sysctl=[self.row], applied={},
                         apply={NR_OPEN: self.result['apply'][NR_OPEN]}))
+        try:
+            written = changes.Change.apply(self, backup)
+        except changes.Failure:
+            _write(NR_OPEN, self.row['before'], ROOT)       # nothing left changed
+            raise
         self.result['applied'][NR_OPEN] = self.row['live']
-        return changes.Change.apply(self, backup)
+        return written
 
     def undo(self):
         changes.Change.undo(self)

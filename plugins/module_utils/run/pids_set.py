@@ -61,55 +61,47 @@ def _slice_wanted(request):
 class Pids(object):
     """What the pids plans need, read once a call."""
 
-    def __init__(self, value, host):
+    def __init__(self, value, host, run=None):
         self.value = value
-        self.host = host
+        #: run(args, **kwargs): the call's Request.run (read-only answers kept for the call)
+        self.run = run or (host.run_command if host is not None else None)
         self.kernel_max = cgroups.kernel_tasks_max()
         self._live = False
         #: the profile has no rlimit: the carriers' drop-ins keep every line they have now
         self.only = False
 
+    def _run(self, args):
+        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+        return self.run(args, environ_update=commands.live_env())
+
     def live_default(self):
-        """The running system manager's DefaultTasksMax (a TasksMax), or None."""
+        """The running system manager's DefaultTasksMax (a TasksMax), or None: from the
+        manager's one ``systemctl show`` (systemd_live.manager_show), which the systemd
+        contexts' live checks ask too."""
         if self._live is False:
             self._live = None
             if sdlive.systemd_running():
-                from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
-                rc, out, _err = self.host.run_command(
-                    ['systemctl', 'show', '-p', 'DefaultTasksMax', '--value'],
-                    environ_update=commands.live_env())
-                if rc == 0 and out.strip():
-                    text = out.strip()
-                    try:
-                        self._live = pids_model.from_systemd(text)
-                    except pids_model.LimitError:
-                        self._live = None
+                props, _error = sdlive.manager_show(self._run)
+                self._live = _tasks_max(props)
         return self._live
 
     def user_defaults(self):
         """{user@UID.service: TasksMax or None} of the running user managers, in each one's
-        own word (``systemctl --user show -p DefaultTasksMax``, run as its user; None where it
-        cannot be read)."""
+        own word (its ``systemctl --user show``, run as its user: systemd_live.manager_show,
+        the same command the systemd_user context's live check runs; None where it cannot be
+        read)."""
         import pwd
-        from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
         if not sdlive.systemd_running():
             return {}
-
-        def run(args):
-            return self.host.run_command(args, environ_update=commands.live_env())
         found = {}
-        for unit, uid in sdlive.running_user_managers(run):
-            found[unit] = None
+        for unit, uid in sdlive.running_user_managers(self._run):
             try:
                 user = pwd.getpwuid(uid).pw_name
             except KeyError:
+                found[unit] = None
                 continue
-            rc, out, _err = run(commands.as_user(user, uid, [
-                'systemctl', '--user', 'show', '-p', 'DefaultTasksMax', '--value']))
-            try:
-                found[unit] = pids_model.from_systemd(out.strip()) if rc == 0 else None
-            except pids_model.LimitError:
-                continue
+            props, _error = sdlive.manager_show(self._run, pids_plan.sdpaths.USER, user, uid)
+            found[unit] = _tasks_max(props)
         return found
 
     def plans(self, request):
@@ -160,6 +152,15 @@ class Pids(object):
         (runtimes/podman_plan.add_pids_limit)."""
         from ansible_collections.gpufleet.tuning.plugins.module_utils.runtimes import podman_plan
         return podman_plan.add_pids_limit(change, self.value, self.kernel_max, root)
+
+
+def _tasks_max(props):
+    """The DefaultTasksMax of a manager's ``systemctl show`` properties, or None."""
+    text = ((props or {}).get(sdlive.TASKS_MAX_PROPERTY) or '').strip()
+    try:
+        return pids_model.from_systemd(text) if text else None
+    except pids_model.LimitError:
+        return None
 
 
 def undo_plans(request):

@@ -75,7 +75,8 @@ def plan_profile(params, host):
     ceiling = host_limits.Ceiling()
     kernel = first_kernel(check_kernel(params), request, ceiling)
     plans = []
-    pids = pids_set.Pids(request.pids, host) if request.pids is not None else None
+    pids = pids_set.Pids(request.pids, host, lambda args, **kwargs: request.run(
+        host, args, **kwargs)) if request.pids is not None else None
     for context in registry.REGISTRY:
         if (context.name is None or context.name in request.contexts) and (
                 request.limits or pids_set.carries(context)):

@@ -66,12 +66,19 @@ def systemd_running(root=''):
     return os.path.isdir(root + '/run/systemd/system')
 
 
-def manager_live(run, scope=paths.SYSTEM, user=None, uid=None):
-    """({item: Limit}, error) of the running system manager or ``user``'s user manager: one
-    ``systemctl show`` (``systemctl --user show`` run as the user) for every item."""
+#: the manager's default pids limit, read in the same ``systemctl show`` as its rlimits
+TASKS_MAX_PROPERTY = 'DefaultTasksMax'
+
+
+def manager_show(run, scope=paths.SYSTEM, user=None, uid=None):
+    """({property: value}, error) of the running system manager or ``user``'s user manager:
+    one ``systemctl show`` (``systemctl --user show`` run as the user) of every rlimit item
+    and DefaultTasksMax. Every reader asks with the same command, so a caller whose ``run``
+    keeps read-only answers for the call (Request.run) runs it once."""
     if scope == paths.USER and (not user or uid is None):
         return None, 'no user given'
-    properties = show_properties(model.RLIMIT_ITEMS, paths.MANAGER_PREFIX)
+    properties = show_properties(model.RLIMIT_ITEMS, paths.MANAGER_PREFIX) + [
+        TASKS_MAX_PROPERTY]
     args = ['systemctl']
     if scope == paths.USER:
         args.append('--user')
@@ -81,7 +88,16 @@ def manager_live(run, scope=paths.SYSTEM, user=None, uid=None):
     rc, out, err = run(args)
     if rc != 0:
         return None, (err or out or 'systemctl failed with %s' % rc).strip()
-    return live_limits(parse_show(out), paths.MANAGER_PREFIX), None
+    return parse_show(out), None
+
+
+def manager_live(run, scope=paths.SYSTEM, user=None, uid=None):
+    """({item: Limit}, error) of the running system manager or ``user``'s user manager
+    (:func:`manager_show`)."""
+    props, error = manager_show(run, scope, user, uid)
+    if error:
+        return None, error
+    return live_limits(props, paths.MANAGER_PREFIX), None
 
 
 USER_MANAGERS = re.compile(r'^user@(\d+)\.service$')
@@ -186,9 +202,9 @@ def stale_in_process(expected, process):
 
 
 def _raised_itself(want, have):
+    # (the kernel never lets a soft limit above the hard one)
     return (have is not None and have.hard == want.hard and have.soft is not None
-            and want.soft is not None and model.exceeds(have.soft, want.soft)
-            and not model.exceeds(have.soft, have.hard))
+            and want.soft is not None and model.exceeds(have.soft, want.soft))
 
 
 # --- whether a restart would disturb a workload -------------------------------------------

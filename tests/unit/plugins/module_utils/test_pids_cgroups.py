@@ -360,19 +360,23 @@ class UserManagersHost(object):
         self.calls.append(args)
         if 'list-units' in args:
             return 0, 'user@0.service loaded active running User Manager for UID 0\n', ''
-        if args[-4:] == ['show', '-p', 'DefaultTasksMax', '--value']:
-            return 0, self.default + '\n', ''
+        if 'show' in args and any(a.startswith('--property=') and 'DefaultTasksMax' in a
+                                  for a in args):
+            return 0, 'DefaultLimitNOFILE=1024\nDefaultTasksMax=%s\n' % self.default, ''
         return 0, '', ''
 
 
-def _user_pids(monkeypatch, tmp_path, value, host):
+def _user_pids(monkeypatch, tmp_path, value, host, run=None):
     from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts import systemd_user
     monkeypatch.setattr(pids_set.sdlive, 'systemd_running', lambda root='': True)
     monkeypatch.setattr(pids_set.cgroups, 'kernel_tasks_max', lambda: 65536)
     real = pids_plan.add_default
     monkeypatch.setattr(pids_plan, 'add_default',
                         lambda *args, **kwargs: real(*args, **dict(kwargs, root=str(tmp_path))))
-    pids = pids_set.Pids(value, host)
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+    request = Request({}, {}, [])
+    pids = pids_set.Pids(value, host, run or (
+        lambda args, **kwargs: request.run(host, args, **kwargs)))
     change = changes.Change(USER_DROPIN, {'restart_required': []}, None, '[Manager]\n')
     return systemd_user.CONTEXT.pids_post(pids, 'systemd_user', change)
 
@@ -406,3 +410,22 @@ def test_the_advice_names_the_user_managers_default_only_where_it_decides(tmp_pa
     slice_ = '/user.slice/user-1001.slice'
     assert pids_audit.advice_for('user_manager', '', 'x', slice_) == (
         'run limits_profile with pids in the profile')
+
+
+def test_the_user_managers_default_is_read_from_the_live_checks_own_show(monkeypatch, tmp_path):
+    """The pids plan reads each user manager's DefaultTasksMax from the same ``systemctl
+    --user show`` (and list-units) the systemd_user context's live check runs: with the call's
+    Request.run, each command runs once."""
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.contexts._base import Request
+    from ansible_collections.gpufleet.tuning.plugins.module_utils.core import commands
+    host = UserManagersHost('9830')
+    request = Request({}, {}, [])
+
+    def run(args, **kwargs):
+        return request.run(host, args, **kwargs)
+    # the live check's read (systemd_plan.live_check), then the pids plan's
+    assert pids_set.sdlive.manager_live(lambda args: run(args, environ_update=commands.live_env()),
+                                        'user', 'root', 0)[1] is None
+    change = _user_pids(monkeypatch, tmp_path, T(count=16384), host, run)
+    assert change.result['restart_required'] == ['user@0.service']
+    assert len([a for a in host.calls if 'show' in a]) == 1, host.calls

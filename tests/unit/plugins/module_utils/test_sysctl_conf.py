@@ -429,6 +429,14 @@ def test_a_nofile_above_nr_open_raises_it_first_and_undo_puts_it_back(tmp_path, 
     first.undo()
     assert order[-1] == ('undo', PATH)
     assert (tmp_path / 'proc/sys/fs/nr_open').read_text() == '1048576\n'
+    # a file that cannot be written leaves the live value as it was
+
+    def refuse(self, backup=False):
+        raise changes.Failure('read-only')
+    monkeypatch.setattr(changes.Change, 'apply', refuse)
+    with pytest.raises(changes.Failure):
+        first.apply()
+    assert (tmp_path / 'proc/sys/fs/nr_open').read_text() == '1048576\n'
 
 
 def test_the_profile_guards_take_the_nr_open_written_first(tmp_path, monkeypatch):
